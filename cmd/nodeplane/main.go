@@ -1,0 +1,19 @@
+// Command nodeplane is the nodeplane binary: API server, node agent, local
+// cluster and simulator. All wiring lives in internal/app.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nodeplane/nodeplane/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,158 @@
+package apiserver
+
+import (
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+)
+
+// maxBodyBytes is the largest request body accepted (kube-apiserver's 3 MiB).
+const maxBodyBytes = 3 << 20
+
+const (
+	mediaJSON     = "application/json"
+	mediaYAML     = "application/yaml"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// acceptedType is one entry of an Accept header.
+type acceptedType struct {
+	Type   string // "application/json"
+	As     string // "Table", "PartialObjectMetadata", "PartialObjectMetadataList", "APIGroupDiscoveryList"
+	Group  string
+	Ver    string
+	Stream string
+}
+
+// parseAccept returns the Accept entries in the client's order of preference.
+func parseAccept(header string) []acceptedType {
+	if strings.TrimSpace(header) == "" {
+		return []acceptedType{{Type: "*/*"}}
+	}
+	var out []acceptedType
+	for _, part := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if q, ok := params["q"]; ok && q == "0" {
+			continue
+		}
+		out = append(out, acceptedType{Type: mt, As: params["as"], Group: params["g"], Ver: params["v"], Stream: params["stream"]})
+	}
+	return out
+}
+
+// outputKind is how a response object is rendered.
+type outputKind int
+
+const (
+	outputObject outputKind = iota
+	outputTable
+	outputMetadata // PartialObjectMetadata(List)
+)
+
+// responseFormat is the negotiated rendering of a response.
+type responseFormat struct {
+	info runtime.SerializerInfo
+	kind outputKind
+	// tableVersion is "v1" or "v1beta1" for Table output.
+	metaVersion string
+}
+
+// negotiate picks the response format for an object response. Tables and
+// partial metadata are offered only when allowTransform is true.
+func negotiate(r *http.Request, allowTransform bool) (responseFormat, bool) {
+	for _, a := range parseAccept(r.Header.Get("Accept")) {
+		if a.As != "" {
+			if !allowTransform || a.Group != "meta.k8s.io" || (a.Ver != "v1" && a.Ver != "v1beta1") {
+				continue
+			}
+			switch a.As {
+			case "Table":
+				if a.Type == mediaJSON || a.Type == "*/*" || a.Type == "application/*" {
+					return responseFormat{info: serializerFor(mediaJSON), kind: outputTable, metaVersion: a.Ver}, true
+				}
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				if info, ok := serializerForAccept(a.Type); ok {
+					return responseFormat{info: info, kind: outputMetadata, metaVersion: a.Ver}, true
+				}
+			}
+			continue
+		}
+		if info, ok := serializerForAccept(a.Type); ok {
+			return responseFormat{info: info}, true
+		}
+	}
+	return responseFormat{}, false
+}
+
+func serializerForAccept(t string) (runtime.SerializerInfo, bool) {
+	switch t {
+	case "*/*", "application/*", mediaJSON:
+		return serializerFor(mediaJSON), true
+	case mediaYAML:
+		return serializerFor(mediaYAML), true
+	case mediaProtobuf:
+		return serializerFor(mediaProtobuf), true
+	}
+	return runtime.SerializerInfo{}, false
+}
+
+func serializerFor(mediaType string) runtime.SerializerInfo {
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+	if !ok {
+		panic("no serializer for " + mediaType)
+	}
+	return info
+}
+
+// bodySerializer returns the serializer for a request's Content-Type, or
+// false when the type is not supported (415).
+func bodySerializer(r *http.Request) (runtime.SerializerInfo, string, bool) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		ct = mediaJSON
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return runtime.SerializerInfo{}, ct, false
+	}
+	switch mt {
+	case mediaJSON, mediaYAML, mediaProtobuf, "application/x-yaml", "text/yaml":
+		if mt == "application/x-yaml" || mt == "text/yaml" {
+			mt = mediaYAML
+		}
+		return serializerFor(mt), mt, true
+	}
+	return runtime.SerializerInfo{}, ct, false
+}
+
+// errBodyTooLarge reports a body over maxBodyBytes.
+type errBodyTooLarge struct{}
+
+func (errBodyTooLarge) Error() string { return "request body too large" }
+
+// readBody reads the whole body, refusing bodies over maxBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	if r.ContentLength > maxBodyBytes {
+		return nil, errBodyTooLarge{}
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	if len(data) > maxBodyBytes {
+		return nil, errBodyTooLarge{}
+	}
+	return data, nil
+}

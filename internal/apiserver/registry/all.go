@@ -1,0 +1,21 @@
+package registry
+
+import policyv1 "k8s.io/api/policy/v1"
+
+var policyV1 = policyv1.SchemeGroupVersion
+
+// All returns every resource nodeplane serves, in discovery order.
+func All() []*Resource {
+	events := Events()
+	return []*Resource{
+		Namespaces(),
+		Nodes(),
+		Pods(),
+		events,
+		PersistentVolumes(),
+		PersistentVolumeClaims(),
+		Leases(),
+		EventsV1(events),
+		VolumeAttachments(),
+	}
+}

@@ -1,0 +1,145 @@
+// Package registry declares the resources the API server serves: for each,
+// its names and scope, how to default, prepare and validate it (its
+// strategy), its field-selector fields, its subresources and its Table
+// columns. The generic handlers in package apiserver do the rest, so adding
+// a resource is one declaration here.
+package registry
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/printers"
+)
+
+// Strategy holds the per-resource hooks of the write path. Nil hooks are skipped.
+type Strategy struct {
+	// Default fills defaulted fields (create and update of the main resource).
+	Default func(obj runtime.Object)
+	// PrepareForCreate clears what a client may not set on create (e.g. pod status).
+	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate copies from old what the main resource may not change (status).
+	PrepareForUpdate func(obj, old runtime.Object)
+	// PrepareForStatusUpdate copies from old what the status subresource may
+	// not change (spec, and any metadata the resource protects).
+	PrepareForStatusUpdate func(obj, old runtime.Object)
+	Validate               func(obj runtime.Object) field.ErrorList
+	ValidateUpdate         func(obj, old runtime.Object) field.ErrorList
+	ValidateStatusUpdate   func(obj, old runtime.Object) field.ErrorList
+	// SpecChanged reports a spec change; when set, metadata.generation starts
+	// at 1 and is bumped on every spec change.
+	SpecChanged func(obj, old runtime.Object) bool
+	// AllowCreateOnUpdate lets PUT create a missing object.
+	AllowCreateOnUpdate bool
+	// DeleteGracePeriod returns how many seconds a delete of obj waits
+	// (graceful deletion) given the requested grace (nil = the object's
+	// default); 0 deletes at once. Nil means every delete is immediate.
+	DeleteGracePeriod func(obj runtime.Object, requested *int64) int64
+}
+
+// Subresource names one subresource and the kind it accepts/returns.
+type Subresource struct {
+	Name string
+	// GVK of the request/response body (e.g. policy/v1 Eviction); empty = the parent kind.
+	GVK   schema.GroupVersionKind
+	Verbs []string
+}
+
+// Resource is one served resource.
+type Resource struct {
+	GroupVersion schema.GroupVersion
+	// Resource is the plural name used in URLs ("nodes").
+	Resource   string
+	Singular   string
+	Kind       string
+	ListKind   string
+	Namespaced bool
+	ShortNames []string
+	Categories []string
+	New        func() runtime.Object
+	NewList    func() runtime.Object
+	// Fields returns the field-selector fields; metadata.name (and
+	// metadata.namespace when namespaced) are always included.
+	Fields func(obj runtime.Object) fields.Set
+	// IndexedFields are fields whose exact-match watch selectors are indexed.
+	IndexedFields []string
+	Strategy      Strategy
+	Subresources  []Subresource
+	Printer       printers.Printer
+	// StoragePrefix overrides the default "/registry/<group>/<resource>" key prefix.
+	StoragePrefix string
+	// Storage, when set, names a resource whose storage this one shares with
+	// a different representation (events.k8s.io/v1 over core/v1 events).
+	Storage *Resource
+	// ToStorage/FromStorage convert between this representation and the
+	// storage resource's (only with Storage).
+	ToStorage   func(obj runtime.Object) (runtime.Object, error)
+	FromStorage func(obj runtime.Object) (runtime.Object, error)
+}
+
+// GVK is the resource's kind.
+func (r *Resource) GVK() schema.GroupVersionKind { return r.GroupVersion.WithKind(r.Kind) }
+
+// ListGVK is the resource's list kind.
+func (r *Resource) ListGVK() schema.GroupVersionKind { return r.GroupVersion.WithKind(r.ListKind) }
+
+// GroupResource names the resource in errors.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Resource}
+}
+
+// Subresource returns the named subresource.
+func (r *Resource) Subresource(name string) (Subresource, bool) {
+	for _, s := range r.Subresources {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Subresource{}, false
+}
+
+// Verbs are the verbs of the main resource.
+func (r *Resource) Verbs() []string {
+	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+// Prefix returns the storage key prefix.
+func (r *Resource) Prefix() string {
+	if r.Storage != nil {
+		return r.Storage.Prefix()
+	}
+	if r.StoragePrefix != "" {
+		return r.StoragePrefix
+	}
+	if r.GroupVersion.Group == "" {
+		return "/registry/" + r.Resource
+	}
+	return "/registry/" + r.GroupVersion.Group + "/" + r.Resource
+}
+
+// ObjectMetaFields returns the metadata fields every resource supports.
+func ObjectMetaFields(obj runtime.Object, namespaced bool) fields.Set {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return fields.Set{}
+	}
+	set := fields.Set{"metadata.name": accessor.GetName()}
+	if namespaced {
+		set["metadata.namespace"] = accessor.GetNamespace()
+	}
+	return set
+}
+
+// AllFields returns the resource's field set for obj.
+func (r *Resource) AllFields(obj runtime.Object) fields.Set {
+	set := ObjectMetaFields(obj, r.Namespaced)
+	if r.Fields != nil {
+		for k, v := range r.Fields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}

@@ -1,0 +1,326 @@
+// Package apiserver serves the Kubernetes REST API for the resources declared
+// in package registry: request parsing, content negotiation, the generic
+// verb handlers (get, list, watch, create, update, patch, delete,
+// deletecollection), subresources, admission, discovery and errors as
+// metav1.Status. It reads and writes objects only through package store; it
+// never talks to etcd directly.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
+	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/apiserver/store"
+	"github.com/nodeplane/nodeplane/internal/storage"
+)
+
+// Config wires the API server.
+type Config struct {
+	Storage   storage.Interface
+	Resources []*registry.Resource
+	// Admission plugins run on create and update of the main resource, in order.
+	Admission []admission.Plugin
+	Version   version.Info
+	Clock     clock.WithTicker
+	Logger    *slog.Logger
+	// Metrics records request metrics (nil: none).
+	Metrics *Metrics
+	// BookmarkInterval is how often a watch asking for bookmarks gets one (default 1m).
+	BookmarkInterval time.Duration
+	// MinWatchTimeout: watches without timeoutSeconds end after a random
+	// duration in [MinWatchTimeout, 2·MinWatchTimeout) (default 30m).
+	MinWatchTimeout time.Duration
+	// HistorySize is the watch cache history per resource (default 10000).
+	HistorySize int
+}
+
+// Server is the API handler.
+type Server struct {
+	cfg       Config
+	resources map[schema.GroupVersionResource]*resourceHandler
+	// ordered group versions for discovery
+	groups     []groupInfo
+	namespaces *resourceHandler
+	// stopping is closed when the server stops: long-running requests end.
+	stopping chan struct{}
+	stopOnce sync.Once
+	watches  sync.WaitGroup
+	stores   []*store.Store
+}
+
+type groupInfo struct {
+	Group    string
+	Versions []string
+}
+
+// resourceHandler serves one resource.
+type resourceHandler struct {
+	s  *Server
+	r  *registry.Resource
+	st *store.Store
+	// fieldNames are the supported field-selector fields.
+	fieldNames sets.Set[string]
+}
+
+// New builds the server and its stores. Call Run to start the watch caches.
+func New(cfg Config) (*Server, error) {
+	if cfg.Storage == nil {
+		return nil, errors.New("apiserver: Storage is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.MinWatchTimeout <= 0 {
+		cfg.MinWatchTimeout = 30 * time.Minute
+	}
+	s := &Server{
+		cfg:       cfg,
+		resources: map[schema.GroupVersionResource]*resourceHandler{},
+		stopping:  make(chan struct{}),
+	}
+	codec := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	storesByPrefix := map[string]*store.Store{}
+	groupVersions := map[string]sets.Set[string]{}
+	var groupOrder []string
+	for _, r := range cfg.Resources {
+		base := r
+		if r.Storage != nil {
+			base = r.Storage
+		}
+		st, ok := storesByPrefix[base.Prefix()]
+		if !ok {
+			var err error
+			st, err = store.New(store.Config{
+				Storage:       cfg.Storage,
+				Prefix:        base.Prefix(),
+				Resource:      base.GroupResource(),
+				GVK:           base.GVK(),
+				Namespaced:    base.Namespaced,
+				NewFunc:       base.New,
+				Codec:         codec,
+				Fields:        base.AllFields,
+				IndexedFields: base.IndexedFields,
+				HistorySize:   cfg.HistorySize,
+				Clock:         cfg.Clock,
+				Logger:        cfg.Logger,
+			})
+			if err != nil {
+				return nil, err
+			}
+			storesByPrefix[base.Prefix()] = st
+			s.stores = append(s.stores, st)
+		}
+		h := &resourceHandler{s: s, r: r, st: st, fieldNames: sets.New[string]()}
+		for f := range base.AllFields(base.New()) {
+			h.fieldNames.Insert(f)
+		}
+		gvr := r.GroupVersion.WithResource(r.Resource)
+		if _, dup := s.resources[gvr]; dup {
+			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
+		}
+		s.resources[gvr] = h
+		if r.GroupVersion.Group == "" && r.Resource == "namespaces" {
+			s.namespaces = h
+		}
+		g := r.GroupVersion.Group
+		if groupVersions[g] == nil {
+			groupVersions[g] = sets.New[string]()
+			groupOrder = append(groupOrder, g)
+		}
+		groupVersions[g].Insert(r.GroupVersion.Version)
+	}
+	for _, g := range groupOrder {
+		s.groups = append(s.groups, groupInfo{Group: g, Versions: sets.List(groupVersions[g])})
+	}
+	return s, nil
+}
+
+// Run starts the watch caches and blocks until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, st := range s.stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.Run(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// Ready reports whether every watch cache has loaded.
+func (s *Server) Ready() error {
+	var notReady []string
+	for _, st := range s.stores {
+		if !st.Ready() {
+			notReady = append(notReady, st.Resource().String())
+		}
+	}
+	if len(notReady) > 0 {
+		sort.Strings(notReady)
+		return fmt.Errorf("watch caches loading: %s", strings.Join(notReady, ", "))
+	}
+	return nil
+}
+
+// Stop ends every open watch cleanly and waits for them to finish writing.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.watches.Wait()
+}
+
+func (s *Server) isNamespaced(group, ver, resource string) bool {
+	h, ok := s.resources[schema.GroupVersionResource{Group: group, Version: ver, Resource: resource}]
+	return ok && h.r.Namespaced
+}
+
+// ServeHTTP serves resource requests (/api/v1/..., /apis/<g>/<v>/...) and
+// discovery documents.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveDiscovery(w, r) {
+		return
+	}
+	info, ok := parseResourcePath(r, s.isNamespaced)
+	if !ok {
+		writeStatus(w, r, statusOf(apierrors.NewNotFound(schema.GroupResource{}, "")))
+		return
+	}
+	h, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
+	if !ok {
+		st := statusOf(apierrors.NewNotFound(schema.GroupResource{}, ""))
+		st.Message = "the server could not find the requested resource"
+		writeStatus(w, r, st)
+		return
+	}
+	start := s.cfg.Clock.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	h.serve(rec, r, info)
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.observe(info, h.r, rec.code, s.cfg.Clock.Since(start))
+	}
+}
+
+func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	gr := h.r.GroupResource()
+	if h.r.Namespaced && info.Namespace == "" && info.Name != "" {
+		writeStatus(w, r, statusOf(apierrors.NewNotFound(gr, info.Name)))
+		return
+	}
+	if !h.r.Namespaced && info.Namespace != "" {
+		writeStatus(w, r, statusOf(apierrors.NewNotFound(gr, info.Name)))
+		return
+	}
+	if info.Subresource != "" {
+		sub, ok := h.r.Subresource(info.Subresource)
+		if !ok {
+			st := statusOf(apierrors.NewNotFound(gr, info.Name))
+			st.Message = "the server could not find the requested resource"
+			writeStatus(w, r, st)
+			return
+		}
+		if !contains(sub.Verbs, info.Verb) {
+			writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(gr, info.Verb)))
+			return
+		}
+		switch info.Subresource {
+		case "binding":
+			h.bind(w, r, info)
+			return
+		case "eviction":
+			h.evict(w, r, info)
+			return
+		}
+		// status and other same-kind subresources use the generic verbs.
+	}
+	switch info.Verb {
+	case "get":
+		h.get(w, r, info)
+	case "list":
+		h.list(w, r, info)
+	case "watch":
+		h.watch(w, r, info)
+	case "create":
+		if info.Name != "" && info.Subresource == "" {
+			writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(gr, "create")))
+			return
+		}
+		h.create(w, r, info)
+	case "update":
+		if info.Name == "" {
+			writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(gr, "update")))
+			return
+		}
+		h.update(w, r, info)
+	case "patch":
+		if info.Name == "" {
+			writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(gr, "patch")))
+			return
+		}
+		h.patch(w, r, info)
+	case "delete":
+		if info.Subresource != "" {
+			writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(gr, "delete")))
+			return
+		}
+		h.delete(w, r, info)
+	case "deletecollection":
+		h.deleteCollection(w, r, info)
+	default:
+		writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(gr, info.Verb)))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// statusRecorder remembers the response code for metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.code, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

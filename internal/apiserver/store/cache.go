@@ -1,0 +1,609 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeplane/nodeplane/internal/storage"
+)
+
+// ErrExpired: a watch asked to resume from a revision older than the cache's
+// history window (the API answers 410 Gone / Expired).
+var ErrExpired = errors.New("resource version too old")
+
+// ErrTooLargeRV: the cache did not reach the requested revision in time.
+var ErrTooLargeRV = errors.New("too large resource version")
+
+// ErrNotReady: the watch cache has not loaded yet.
+var ErrNotReady = errors.New("watch cache is not ready")
+
+// freshnessTimeout bounds how long a request waits for the cache to reach a
+// requested revision.
+const freshnessTimeout = 3 * time.Second
+
+// listPageSize is the storage page size used to (re)load the cache.
+const listPageSize = 5000
+
+// progressRequester is implemented by stores that can be asked to send a
+// progress event on every watch (etcd's RequestProgress).
+type progressRequester interface {
+	RequestProgress(ctx context.Context) error
+}
+
+type entry struct {
+	obj    runtime.Object
+	fields fields.Set
+}
+
+// event is one change in the cache's history.
+type event struct {
+	key     string
+	rv      int64
+	deleted bool
+	// cur is the object after the change (nil for deletes).
+	cur *entry
+	// prev is the object before the change (nil for creates). For deletes
+	// it carries the delete's resourceVersion.
+	prev *entry
+}
+
+type cache struct {
+	s *Store
+
+	mu      sync.RWMutex
+	objects map[string]*entry
+	rv      int64
+	ready   bool
+	// rvCh is closed (and replaced) whenever rv advances.
+	rvCh chan struct{}
+
+	// history is a ring of the most recent events; oldest is the smallest
+	// revision a watch may resume from.
+	history []*event
+	head    int // index of the oldest event
+	count   int
+	oldest  int64
+
+	unindexed map[*Watcher]struct{}
+	indexed   map[string]map[string]map[*Watcher]struct{} // field → value → watchers
+
+	progressWanted chan struct{}
+}
+
+func newCache(s *Store) *cache {
+	return &cache{
+		s:              s,
+		objects:        map[string]*entry{},
+		rvCh:           make(chan struct{}),
+		history:        make([]*event, s.cfg.HistorySize),
+		unindexed:      map[*Watcher]struct{}{},
+		indexed:        map[string]map[string]map[*Watcher]struct{}{},
+		progressWanted: make(chan struct{}, 1),
+	}
+}
+
+func (c *cache) isReady() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
+func (c *cache) currentRV() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rv
+}
+
+func (c *cache) get(key string) (runtime.Object, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready {
+		return nil, ErrNotReady
+	}
+	e, ok := c.objects[key]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", key, storage.ErrNotFound)
+	}
+	return e.obj, nil
+}
+
+func (c *cache) list(p Predicate) ([]runtime.Object, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []runtime.Object
+	for key, e := range c.objects {
+		if c.s.inNamespace(p, key) && p.matches(e.obj, e.fields) {
+			out = append(out, e.obj)
+		}
+	}
+	return out, c.rv
+}
+
+// waitFor blocks until the cache reflects at least rv, asking storage for a
+// progress notification so a quiet prefix catches up quickly.
+func (c *cache) waitFor(ctx context.Context, rv int64) error {
+	deadline := c.s.cfg.Clock.NewTimer(freshnessTimeout)
+	defer deadline.Stop()
+	asked := false
+	for {
+		c.mu.RLock()
+		ready, cur, ch := c.ready, c.rv, c.rvCh
+		c.mu.RUnlock()
+		if ready && cur >= rv {
+			return nil
+		}
+		if ready && !asked {
+			c.requestProgress()
+			asked = true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C():
+			if !ready {
+				return ErrNotReady
+			}
+			return fmt.Errorf("waiting for revision %d (cache at %d): %w", rv, cur, ErrTooLargeRV)
+		}
+	}
+}
+
+func (c *cache) requestProgress() {
+	select {
+	case c.progressWanted <- struct{}{}:
+	default:
+	}
+}
+
+// run loads the cache and follows the storage watch, reloading after errors.
+func (c *cache) run(ctx context.Context) {
+	log := c.s.cfg.Logger.With("resource", c.s.cfg.Resource.String())
+	go c.progressLoop(ctx)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		rev, err := c.load(ctx)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			err = c.follow(ctx, rev)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		log.Warn("watch cache restarting", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-c.s.cfg.Clock.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+	c.terminateAll(nil)
+}
+
+func (c *cache) progressLoop(ctx context.Context) {
+	pr, ok := c.s.cfg.Storage.(progressRequester)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.progressWanted:
+			if ok {
+				if err := pr.RequestProgress(ctx); err != nil && ctx.Err() == nil {
+					c.s.cfg.Logger.Debug("request progress", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// load lists the whole prefix at one revision and replaces the cache state.
+// Watchers are terminated: they resume from their last revision.
+func (c *cache) load(ctx context.Context) (int64, error) {
+	objects := map[string]*entry{}
+	var rev int64
+	key := ""
+	for {
+		res, err := c.s.cfg.Storage.List(ctx, c.s.cfg.Prefix+"/", storage.ListOptions{Revision: rev, Limit: listPageSize, StartKey: key})
+		if err != nil {
+			return 0, fmt.Errorf("list %s: %w", c.s.cfg.Prefix, err)
+		}
+		rev = res.Revision
+		for _, kv := range res.Items {
+			obj, err := c.s.decode(kv.Value, kv.ModRevision)
+			if err != nil {
+				return 0, err
+			}
+			objects[kv.Key] = &entry{obj: obj, fields: c.s.cfg.Fields(obj)}
+		}
+		if !res.More || len(res.Items) == 0 {
+			break
+		}
+		key = res.Items[len(res.Items)-1].Key + "\x00"
+	}
+	c.terminateAll(ErrExpired)
+	c.mu.Lock()
+	c.objects = objects
+	c.head, c.count = 0, 0
+	for i := range c.history {
+		c.history[i] = nil
+	}
+	c.oldest = rev
+	c.ready = true
+	c.advanceLocked(rev)
+	c.mu.Unlock()
+	return rev, nil
+}
+
+func (c *cache) advanceLocked(rv int64) {
+	if rv <= c.rv {
+		return
+	}
+	c.rv = rv
+	close(c.rvCh)
+	c.rvCh = make(chan struct{})
+}
+
+// follow applies storage events until the watch fails.
+func (c *cache) follow(ctx context.Context, from int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := c.s.cfg.Storage.Watch(wctx, c.s.cfg.Prefix+"/", storage.WatchOptions{FromRevision: from, ProgressNotify: true})
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", c.s.cfg.Prefix, err)
+	}
+	ticker := c.s.cfg.Clock.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-ticker.C():
+			c.sendBookmarks(now)
+		case ev, ok := <-ch:
+			if !ok {
+				return errors.New("storage watch closed")
+			}
+			switch ev.Type {
+			case storage.EventProgress:
+				c.mu.Lock()
+				c.advanceLocked(ev.Revision)
+				c.mu.Unlock()
+			case storage.EventError:
+				return ev.Err
+			case storage.EventPut, storage.EventDelete:
+				if err := c.apply(ev); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// apply records one storage event and fans it out.
+func (c *cache) apply(ev storage.Event) error {
+	e := &event{key: ev.Key, rv: ev.Revision}
+	if ev.Type == storage.EventDelete {
+		e.deleted = true
+	} else {
+		obj, err := c.s.decode(ev.Value, ev.Revision)
+		if err != nil {
+			return err
+		}
+		e.cur = &entry{obj: obj, fields: c.s.cfg.Fields(obj)}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ev.Revision <= c.rv {
+		return nil // already reflected by the load
+	}
+	if prev, ok := c.objects[ev.Key]; ok {
+		e.prev = prev
+	}
+	if e.deleted {
+		if e.prev == nil {
+			c.advanceLocked(ev.Revision)
+			return nil
+		}
+		obj := e.prev.obj.DeepCopyObject()
+		if err := setRV(obj, ev.Revision); err != nil {
+			return err
+		}
+		e.prev = &entry{obj: obj, fields: e.prev.fields}
+		delete(c.objects, ev.Key)
+	} else {
+		c.objects[ev.Key] = e.cur
+	}
+	c.pushLocked(e)
+	c.dispatchLocked(e)
+	c.advanceLocked(ev.Revision)
+	return nil
+}
+
+func (c *cache) pushLocked(e *event) {
+	n := len(c.history)
+	if c.count == n {
+		c.oldest = c.history[c.head].rv
+		c.history[c.head] = e
+		c.head = (c.head + 1) % n
+		return
+	}
+	c.history[(c.head+c.count)%n] = e
+	c.count++
+}
+
+// dispatchLocked offers e to every watcher that may care about it.
+func (c *cache) dispatchLocked(e *event) {
+	for w := range c.unindexed {
+		w.offer(e)
+	}
+	for field, byValue := range c.indexed {
+		var cur, prev string
+		if e.cur != nil {
+			cur = e.cur.fields[field]
+			for w := range byValue[cur] {
+				w.offer(e)
+			}
+		}
+		if e.prev != nil {
+			prev = e.prev.fields[field]
+			if e.cur == nil || prev != cur {
+				for w := range byValue[prev] {
+					w.offer(e)
+				}
+			}
+		}
+	}
+}
+
+func (c *cache) sendBookmarks(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rv := c.rv
+	each := func(w *Watcher) {
+		if w.bookmarks && !now.Before(w.nextBookmark) {
+			w.nextBookmark = now.Add(w.bookmarkEvery)
+			w.send(Event{Type: watch.Bookmark, RV: rv})
+		}
+	}
+	for w := range c.unindexed {
+		each(w)
+	}
+	for _, byValue := range c.indexed {
+		for _, ws := range byValue {
+			for w := range ws {
+				each(w)
+			}
+		}
+	}
+}
+
+// terminateAll closes every watcher (err is reported to them, nil = clean end).
+func (c *cache) terminateAll(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.unindexed {
+		c.removeLocked(w, err)
+	}
+	for _, byValue := range c.indexed {
+		for _, ws := range byValue {
+			for w := range ws {
+				c.removeLocked(w, err)
+			}
+		}
+	}
+}
+
+func (c *cache) addLocked(w *Watcher) {
+	if w.indexField == "" {
+		c.unindexed[w] = struct{}{}
+		return
+	}
+	byValue := c.indexed[w.indexField]
+	if byValue == nil {
+		byValue = map[string]map[*Watcher]struct{}{}
+		c.indexed[w.indexField] = byValue
+	}
+	ws := byValue[w.indexValue]
+	if ws == nil {
+		ws = map[*Watcher]struct{}{}
+		byValue[w.indexValue] = ws
+	}
+	ws[w] = struct{}{}
+}
+
+func (c *cache) removeLocked(w *Watcher, err error) {
+	if w.removed {
+		return
+	}
+	w.removed = true
+	w.err = err
+	close(w.ch)
+	if w.indexField == "" {
+		delete(c.unindexed, w)
+		return
+	}
+	byValue := c.indexed[w.indexField]
+	delete(byValue[w.indexValue], w)
+	if len(byValue[w.indexValue]) == 0 {
+		delete(byValue, w.indexValue)
+	}
+	if len(byValue) == 0 {
+		delete(c.indexed, w.indexField)
+	}
+}
+
+// WatchOptions select where a watch starts.
+type WatchOptions struct {
+	// InitialState: start with ADDED events for every matching object (at a
+	// cache revision >= MinRV), then follow changes.
+	InitialState bool
+	// MinRV is the oldest acceptable starting revision for InitialState.
+	MinRV int64
+	// FromRV: without InitialState, replay every change after FromRV.
+	FromRV int64
+	// Bookmarks enables periodic BOOKMARK events every BookmarkEvery.
+	Bookmarks     bool
+	BookmarkEvery time.Duration
+}
+
+// Event is what a watcher receives.
+type Event struct {
+	Type   watch.EventType
+	Object runtime.Object // shared: do not mutate; nil for bookmarks
+	RV     int64
+}
+
+// Watcher receives the events of one API watch.
+type Watcher struct {
+	c          *cache
+	pred       Predicate
+	ch         chan Event
+	indexField string
+	indexValue string
+
+	bookmarks     bool
+	bookmarkEvery time.Duration
+	nextBookmark  time.Time
+
+	// guarded by c.mu
+	removed bool
+	err     error
+}
+
+// Events delivers live events; it is closed when the watch ends (see Err).
+func (w *Watcher) Events() <-chan Event { return w.ch }
+
+// Err says why the event channel closed: nil for a normal end, ErrExpired
+// when the watcher fell behind or the cache reloaded.
+func (w *Watcher) Err() error {
+	w.c.mu.RLock()
+	defer w.c.mu.RUnlock()
+	return w.err
+}
+
+// Stop ends the watch.
+func (w *Watcher) Stop() {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.c.removeLocked(w, nil)
+}
+
+// send delivers ev without blocking; a watcher whose buffer is full is
+// closed with ErrExpired so it resumes instead of stalling everyone.
+func (w *Watcher) send(ev Event) {
+	if w.removed {
+		return
+	}
+	select {
+	case w.ch <- ev:
+	default:
+		w.c.removeLocked(w, fmt.Errorf("watcher fell %d events behind: %w", cap(w.ch), ErrExpired))
+	}
+}
+
+// offer converts a cache event into the watcher's view and sends it.
+func (w *Watcher) offer(e *event) {
+	if ev, ok := w.convert(e); ok {
+		w.send(ev)
+	}
+}
+
+func (w *Watcher) convert(e *event) (Event, bool) {
+	s := w.c.s
+	if !s.inNamespace(w.pred, e.key) {
+		return Event{}, false
+	}
+	curMatch := e.cur != nil && w.pred.matches(e.cur.obj, e.cur.fields)
+	prevMatch := e.prev != nil && w.pred.matches(e.prev.obj, e.prev.fields)
+	switch {
+	case e.deleted:
+		if prevMatch {
+			return Event{Type: watch.Deleted, Object: e.prev.obj, RV: e.rv}, true
+		}
+	case curMatch && prevMatch:
+		return Event{Type: watch.Modified, Object: e.cur.obj, RV: e.rv}, true
+	case curMatch:
+		return Event{Type: watch.Added, Object: e.cur.obj, RV: e.rv}, true
+	case prevMatch:
+		// The object left the selection: the watcher sees it deleted, at the
+		// revision of the change.
+		obj := e.prev.obj.DeepCopyObject()
+		if setRV(obj, e.rv) == nil {
+			return Event{Type: watch.Deleted, Object: obj, RV: e.rv}, true
+		}
+	}
+	return Event{}, false
+}
+
+// Watch starts a watch. It returns the initial events (synthetic ADDED for
+// InitialState, or the replayed history after FromRV), the revision they
+// bring the watcher to, and the watcher for live events.
+func (s *Store) Watch(ctx context.Context, p Predicate, opts WatchOptions) ([]Event, int64, *Watcher, error) {
+	c := s.cache
+	minRV := opts.FromRV
+	if opts.InitialState {
+		minRV = opts.MinRV
+	}
+	if err := c.waitFor(ctx, minRV); err != nil {
+		return nil, 0, nil, err
+	}
+	w := &Watcher{
+		c:             c,
+		pred:          p,
+		ch:            make(chan Event, s.cfg.WatcherBuffer),
+		bookmarks:     opts.Bookmarks,
+		bookmarkEvery: opts.BookmarkEvery,
+	}
+	if w.bookmarkEvery <= 0 {
+		w.bookmarkEvery = time.Minute
+	}
+	w.nextBookmark = s.cfg.Clock.Now().Add(w.bookmarkEvery)
+	if p.Field != nil {
+		for _, f := range s.cfg.IndexedFields {
+			if v, ok := p.Field.RequiresExactMatch(f); ok {
+				w.indexField, w.indexValue = f, v
+				break
+			}
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var initial []Event
+	if opts.InitialState {
+		for key, e := range c.objects {
+			if s.inNamespace(p, key) && p.matches(e.obj, e.fields) {
+				initial = append(initial, Event{Type: watch.Added, Object: e.obj, RV: c.rv})
+			}
+		}
+	} else {
+		if opts.FromRV < c.oldest {
+			return nil, 0, nil, fmt.Errorf("too old resource version: %d (%d): %w", opts.FromRV, c.oldest, ErrExpired)
+		}
+		n := len(c.history)
+		for i := 0; i < c.count; i++ {
+			e := c.history[(c.head+i)%n]
+			if e.rv <= opts.FromRV {
+				continue
+			}
+			if ev, ok := w.convert(e); ok {
+				initial = append(initial, ev)
+			}
+		}
+	}
+	c.addLocked(w)
+	return initial, c.rv, w, nil
+}
+
+// keyName returns the last path element of a key.
+func keyName(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }

@@ -1,0 +1,263 @@
+package apiserver
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/store"
+)
+
+// initialEventsEndAnnotation marks the bookmark that ends a watch-list's initial events.
+const initialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	gr := h.r.GroupResource()
+	p, err := h.parseListParams(r, info)
+	if err != nil {
+		writeError(w, r, err, gr, "")
+		return
+	}
+	if info.Name != "" {
+		// GET .../watch/<resource>/<name> (legacy path) watches one object.
+		sel, serr := fieldsAnd(p, "metadata.name", info.Name)
+		if serr != nil {
+			writeError(w, r, serr, gr, "")
+			return
+		}
+		p.pred.Field = sel
+	}
+	opts := store.WatchOptions{Bookmarks: p.opts.AllowWatchBookmarks, BookmarkEvery: h.s.cfg.BookmarkInterval}
+	switch {
+	case p.opts.SendInitialEvents != nil:
+		if p.opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+			writeError(w, r, invalidWatch("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"), gr, "")
+			return
+		}
+		if !p.opts.AllowWatchBookmarks && *p.opts.SendInitialEvents {
+			writeError(w, r, invalidWatch("allowWatchBookmarks", "sendInitialEvents requires allowWatchBookmarks=true"), gr, "")
+			return
+		}
+		if *p.opts.SendInitialEvents {
+			opts.InitialState = true
+			opts.MinRV = p.rv
+			if p.opts.ResourceVersion == "" {
+				// A consistent start: at least the store's current revision.
+				if opts.MinRV, err = h.s.cfg.Storage.CurrentRevision(r.Context()); err != nil {
+					writeError(w, r, err, gr, "")
+					return
+				}
+			}
+		} else {
+			opts.FromRV = p.rv
+			if p.rv == 0 {
+				opts.FromRV = h.st.CacheRV()
+			}
+		}
+	case p.opts.ResourceVersionMatch != "":
+		writeError(w, r, apierrors.NewBadRequest("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"), gr, "")
+		return
+	case p.rv == 0:
+		opts.InitialState = true
+	default:
+		opts.FromRV = p.rv
+	}
+
+	f, ok := negotiate(r, true)
+	if !ok {
+		writeStatus(w, r, notAcceptable("only application/json is supported for watch"))
+		return
+	}
+	if f.info.MediaType != mediaJSON {
+		// Watch streams are always JSON lines; clients accept that whatever they prefer.
+		f.info = serializerFor(mediaJSON)
+	}
+	timeout := h.s.cfg.MinWatchTimeout + time.Duration(rand.Int64N(int64(h.s.cfg.MinWatchTimeout)))
+	if p.opts.TimeoutSeconds != nil && *p.opts.TimeoutSeconds > 0 {
+		timeout = time.Duration(*p.opts.TimeoutSeconds) * time.Second
+	}
+
+	initial, snapshotRV, watcher, err := h.st.Watch(r.Context(), p.pred, opts)
+	if err != nil {
+		if errors.Is(err, store.ErrExpired) {
+			// Like kube-apiserver: 200 and an in-stream ERROR event with 410.
+			ww := newWatchWriter(w, h, r, f)
+			ww.writeStatusEvent(toStatus(err, gr, ""))
+			return
+		}
+		writeError(w, r, err, gr, "")
+		return
+	}
+	defer watcher.Stop()
+	h.s.watches.Add(1)
+	defer h.s.watches.Done()
+	if h.s.cfg.Metrics != nil {
+		h.s.cfg.Metrics.watchStarted(h.r)
+		defer h.s.cfg.Metrics.watchEnded(h.r)
+	}
+
+	ww := newWatchWriter(w, h, r, f)
+	for _, ev := range initial {
+		if err := ww.write(ev); err != nil {
+			return
+		}
+	}
+	if opts.InitialState && p.opts.SendInitialEvents != nil {
+		if err := ww.writeBookmark(snapshotRV, true); err != nil {
+			return
+		}
+	}
+	ww.flush()
+
+	timer := h.s.cfg.Clock.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-watcher.Events():
+			if !ok {
+				return
+			}
+			if err := ww.write(ev); err != nil {
+				return
+			}
+			// Drain what is already queued before flushing once.
+			for drained := false; !drained; {
+				select {
+				case ev, ok := <-watcher.Events():
+					if !ok {
+						ww.flush()
+						return
+					}
+					if err := ww.write(ev); err != nil {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
+			ww.flush()
+		case <-timer.C():
+			return
+		case <-r.Context().Done():
+			return
+		case <-h.s.stopping:
+			return
+		}
+	}
+}
+
+// fieldsAnd adds name=value to the predicate's field selector.
+func fieldsAnd(p listParams, name, value string) (fields.Selector, error) {
+	extra, err := fields.ParseSelector(name + "=" + value)
+	if err != nil {
+		return nil, err
+	}
+	if p.pred.Field == nil || p.pred.Field.Empty() {
+		return extra, nil
+	}
+	return fields.AndSelectors(p.pred.Field, extra), nil
+}
+
+// watchWriter encodes watch events as JSON lines.
+type watchWriter struct {
+	w       http.ResponseWriter
+	h       *resourceHandler
+	r       *http.Request
+	f       responseFormat
+	buf     bytes.Buffer
+	started bool
+	first   bool
+}
+
+func newWatchWriter(w http.ResponseWriter, h *resourceHandler, r *http.Request, f responseFormat) *watchWriter {
+	return &watchWriter{w: w, h: h, r: r, f: f, first: true}
+}
+
+func (ww *watchWriter) start() {
+	if ww.started {
+		return
+	}
+	ww.started = true
+	ww.w.Header().Set("Content-Type", mediaJSON)
+	ww.w.Header().Set("Transfer-Encoding", "chunked")
+	ww.w.WriteHeader(http.StatusOK)
+}
+
+func (ww *watchWriter) flush() {
+	ww.start()
+	if f, ok := ww.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (ww *watchWriter) write(ev store.Event) error {
+	if ev.Type == watch.Bookmark {
+		return ww.writeBookmark(ev.RV, false)
+	}
+	obj, err := ww.h.fromStorage(ev.Object)
+	if err != nil {
+		return err
+	}
+	if ww.f.kind == outputObject && obj.GetObjectKind().GroupVersionKind().Empty() {
+		obj = obj.DeepCopyObject()
+		obj.GetObjectKind().SetGroupVersionKind(ww.h.r.GVK())
+	}
+	out, err := ww.h.transform(ww.r, obj, ww.f, ww.first)
+	if err != nil {
+		return err
+	}
+	ww.first = false
+	return ww.writeEvent(ev.Type, out)
+}
+
+func (ww *watchWriter) writeBookmark(rv int64, initialEnd bool) error {
+	obj := ww.h.r.New()
+	obj.GetObjectKind().SetGroupVersionKind(ww.h.r.GVK())
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	a.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if initialEnd {
+		a.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+	}
+	var out runtime.Object = obj
+	if ww.f.kind == outputMetadata {
+		if out, err = toPartialMetadata(obj, ww.f.metaVersion); err != nil {
+			return err
+		}
+	}
+	return ww.writeEvent(watch.Bookmark, out)
+}
+
+func (ww *watchWriter) writeStatusEvent(st *metav1.Status) {
+	st.APIVersion, st.Kind = "v1", "Status"
+	_ = ww.writeEvent(watch.Error, st)
+	ww.flush()
+}
+
+func (ww *watchWriter) writeEvent(t watch.EventType, obj runtime.Object) error {
+	ww.start()
+	ww.buf.Reset()
+	ww.buf.WriteString(`{"type":"`)
+	ww.buf.WriteString(string(t))
+	ww.buf.WriteString(`","object":`)
+	if err := ww.f.info.Serializer.Encode(obj, &ww.buf); err != nil {
+		return err
+	}
+	// The JSON serializer ends with a newline; keep one event per line.
+	b := bytes.TrimRight(ww.buf.Bytes(), "\n")
+	b = append(b, "}\n"...)
+	_, err := ww.w.Write(b)
+	return err
+}

@@ -1,0 +1,420 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
+	"github.com/nodeplane/nodeplane/internal/apiserver/store"
+	"github.com/nodeplane/nodeplane/internal/apiserver/validation"
+	"github.com/nodeplane/nodeplane/internal/storage"
+)
+
+// maxWriteRetries bounds retries of an unconditional write that lost a race.
+const maxWriteRetries = 10
+
+// writeParams are the query parameters of create, update and patch.
+type writeParams struct {
+	dryRun          bool
+	fieldValidation string // Strict, Warn or Ignore
+}
+
+func parseWriteParams(r *http.Request) (writeParams, error) {
+	q := r.URL.Query()
+	var p writeParams
+	for _, d := range q["dryRun"] {
+		if d != "All" {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
+		}
+		p.dryRun = true
+	}
+	p.fieldValidation = q.Get("fieldValidation")
+	switch p.fieldValidation {
+	case "":
+		p.fieldValidation = "Warn"
+	case "Strict", "Warn", "Ignore":
+	default:
+		return p, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", p.fieldValidation))
+	}
+	if fm := q.Get("fieldManager"); len(fm) > 128 {
+		return p, apierrors.NewBadRequest("fieldManager must not be longer than 128 characters")
+	}
+	return p, nil
+}
+
+func unsupportedMediaType(ct string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf", ct),
+	}}
+}
+
+// decodeBody reads and decodes the request body into a new object of kind
+// gvk (made by newFn). Unknown or duplicate fields are refused (Strict),
+// reported as warnings (Warn) or dropped (Ignore).
+func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionKind, newFn func() runtime.Object, fieldValidation string) (runtime.Object, error) {
+	info, ct, ok := bodySerializer(r)
+	if !ok {
+		return nil, unsupportedMediaType(ct)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, apierrors.NewBadRequest("the request body is empty")
+	}
+	return decodeBytes(w, body, info, gvk, newFn, fieldValidation)
+}
+
+func decodeBytes(w http.ResponseWriter, body []byte, info runtime.SerializerInfo, gvk schema.GroupVersionKind, newFn func() runtime.Object, fieldValidation string) (runtime.Object, error) {
+	if fieldValidation != "Ignore" && info.StrictSerializer != nil {
+		_, _, err := info.StrictSerializer.Decode(body, &gvk, newFn())
+		if err != nil && runtime.IsStrictDecodingError(err) {
+			if fieldValidation == "Strict" {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			var sde interface{ Errors() []error }
+			if errors.As(err, &sde) {
+				for _, e := range sde.Errors() {
+					w.Header().Add("Warning", fmt.Sprintf("299 - %q", e.Error()))
+				}
+			}
+		}
+	}
+	obj, got, err := info.Serializer.Decode(body, &gvk, newFn())
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decode request body: %v", err))
+	}
+	if got == nil || got.Kind != gvk.Kind || got.GroupVersion() != gvk.GroupVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object in the request is %s, but this endpoint expects %s", got, gvk))
+	}
+	return obj, nil
+}
+
+// invalid builds a 422 Invalid error for the resource.
+func (h *resourceHandler) invalid(name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(h.r.GVK().GroupKind(), name, errs)
+}
+
+func (h *resourceHandler) admit(ctx context.Context, op admission.Operation, info requestInfo, obj, old runtime.Object) error {
+	for _, p := range h.s.cfg.Admission {
+		if err := p.Admit(ctx, admission.Attributes{Operation: op, Resource: h.r.GroupResource(), Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name, Object: obj, OldObject: old}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// generateNameSuffix is the alphabet of generated name suffixes (no vowels,
+// no look-alike characters), as Kubernetes users know them.
+const generateNameSuffix = "bcdfghjklmnpqrstvwxz2456789"
+
+func generateName(base string) string {
+	const maxBase = 63 - 5
+	if len(base) > maxBase {
+		base = base[:maxBase]
+	}
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = generateNameSuffix[rand.IntN(len(generateNameSuffix))]
+	}
+	return base + string(b)
+}
+
+func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	gr := h.r.GroupResource()
+	params, err := parseWriteParams(r)
+	if err != nil {
+		writeError(w, r, err, gr, "")
+		return
+	}
+	obj, err := decodeBody(w, r, h.r.GVK(), h.r.New, params.fieldValidation)
+	if err != nil {
+		writeError(w, r, err, gr, "")
+		return
+	}
+	created, err := h.createObject(r.Context(), info, obj, params)
+	if err != nil {
+		name := ""
+		if a, aerr := meta.Accessor(obj); aerr == nil {
+			name = a.GetName()
+		}
+		writeError(w, r, err, gr, name)
+		return
+	}
+	h.writeObject(w, r, http.StatusCreated, created)
+}
+
+// createObject runs the create path for a decoded object of this resource.
+func (h *resourceHandler) createObject(ctx context.Context, info requestInfo, obj runtime.Object, params writeParams) (runtime.Object, error) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if h.r.Namespaced {
+		switch {
+		case a.GetNamespace() == "":
+			a.SetNamespace(info.Namespace)
+		case info.Namespace != "" && a.GetNamespace() != info.Namespace:
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if a.GetNamespace() == "" {
+			return nil, apierrors.NewBadRequest("a namespace is required for a namespaced resource")
+		}
+	} else {
+		a.SetNamespace("")
+	}
+	generated := a.GetName() == "" && a.GetGenerateName() != ""
+	now := metav1.NewTime(h.s.cfg.Clock.Now().Truncate(1e9))
+	a.SetUID(types.UID(uuid.NewString()))
+	a.SetCreationTimestamp(now)
+	a.SetDeletionTimestamp(nil)
+	a.SetDeletionGracePeriodSeconds(nil)
+	a.SetResourceVersion("")
+	a.SetSelfLink("")
+	a.SetManagedFields(nil)
+	a.SetGeneration(0)
+	if h.r.Strategy.SpecChanged != nil {
+		a.SetGeneration(1)
+	}
+	if h.r.Strategy.PrepareForCreate != nil {
+		h.r.Strategy.PrepareForCreate(obj)
+	}
+	if h.r.Strategy.Default != nil {
+		h.r.Strategy.Default(obj)
+	}
+	if h.r.Namespaced {
+		if err := h.s.checkNamespaceOpen(ctx, a.GetNamespace()); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.admit(ctx, admission.Create, info, obj, nil); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		if generated {
+			a.SetName(generateName(a.GetGenerateName()))
+		}
+		if h.r.Strategy.Validate != nil {
+			if errs := h.r.Strategy.Validate(obj); len(errs) > 0 {
+				return nil, h.invalid(a.GetName(), errs)
+			}
+		}
+		// As kube's generic registry: the common metadata rules run after
+		// the kind's own, so its more specific messages win.
+		if errs := validation.GenericObjectMeta(a, h.r.Namespaced); len(errs) > 0 {
+			return nil, h.invalid(a.GetName(), errs)
+		}
+		if params.dryRun {
+			return obj, nil
+		}
+		stored, err := h.toStorage(obj)
+		if err != nil {
+			return nil, err
+		}
+		out, err := h.st.Create(ctx, stored)
+		if errors.Is(err, storage.ErrAlreadyExists) && generated && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return h.fromStorage(out)
+	}
+}
+
+func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	gr := h.r.GroupResource()
+	params, err := parseWriteParams(r)
+	if err != nil {
+		writeError(w, r, err, gr, info.Name)
+		return
+	}
+	obj, err := decodeBody(w, r, h.r.GVK(), h.r.New, params.fieldValidation)
+	if err != nil {
+		writeError(w, r, err, gr, info.Name)
+		return
+	}
+	if err := h.checkIdentity(obj, info); err != nil {
+		writeError(w, r, err, gr, info.Name)
+		return
+	}
+	a, _ := meta.Accessor(obj)
+	bodyRV, err := store.ParseRV(a.GetResourceVersion())
+	if err != nil {
+		writeError(w, r, apierrors.NewBadRequest(err.Error()), gr, info.Name)
+		return
+	}
+	old, err := h.current(r.Context(), info, bodyRV)
+	if errors.Is(err, storage.ErrNotFound) && h.r.Strategy.AllowCreateOnUpdate && info.Subresource == "" {
+		created, cerr := h.createObject(r.Context(), info, obj, params)
+		if cerr != nil {
+			writeError(w, r, cerr, gr, info.Name)
+			return
+		}
+		h.writeObject(w, r, http.StatusCreated, created)
+		return
+	}
+	if err != nil {
+		writeError(w, r, err, gr, info.Name)
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		if bodyRV != 0 {
+			if cur, _ := store.ObjectRV(old); cur != bodyRV {
+				writeError(w, r, apierrors.NewConflict(gr, info.Name, errors.New(conflictMessage)), gr, info.Name)
+				return
+			}
+		}
+		in := obj
+		if attempt > 0 {
+			in = obj.DeepCopyObject()
+		}
+		out, err := h.updateObject(r.Context(), info, in, old, params)
+		if errors.Is(err, storage.ErrConflict) && bodyRV == 0 && attempt < maxWriteRetries {
+			if cur, ok := h.st.DecodeConflict(err); ok {
+				if old, err = h.fromStorage(cur); err == nil {
+					continue
+				}
+			} else if old, err = h.current(r.Context(), info, -1); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			writeError(w, r, err, gr, info.Name)
+			return
+		}
+		h.writeObject(w, r, http.StatusOK, out)
+		return
+	}
+}
+
+// checkIdentity refuses a body whose name or namespace differs from the URL.
+func (h *resourceHandler) checkIdentity(obj runtime.Object, info requestInfo) error {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if a.GetName() != info.Name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", a.GetName(), info.Name))
+	}
+	if h.r.Namespaced {
+		if a.GetNamespace() == "" {
+			a.SetNamespace(info.Namespace)
+		} else if a.GetNamespace() != info.Namespace {
+			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		a.SetNamespace("")
+	}
+	return nil
+}
+
+// current returns the stored object in this resource's representation:
+// from the watch cache when it already holds revision wantRV (0 = any
+// cached revision), otherwise from storage. wantRV < 0 forces storage.
+func (h *resourceHandler) current(ctx context.Context, info requestInfo, wantRV int64) (runtime.Object, error) {
+	if wantRV >= 0 {
+		if cached, err := h.st.GetCached(info.Namespace, info.Name); err == nil {
+			if rv, _ := store.ObjectRV(cached); wantRV == 0 || rv == wantRV {
+				return h.fromStorage(cached.DeepCopyObject())
+			}
+		}
+	}
+	obj, err := h.st.Get(ctx, info.Namespace, info.Name)
+	if err != nil {
+		return nil, err
+	}
+	return h.fromStorage(obj)
+}
+
+// updateObject applies the update path to obj (the new state) against old
+// and writes it with old's resourceVersion as precondition. old must not be
+// shared with the cache.
+func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, obj, old runtime.Object, params writeParams) (runtime.Object, error) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	oa, err := meta.Accessor(old)
+	if err != nil {
+		return nil, err
+	}
+	a.SetUID(oa.GetUID())
+	a.SetCreationTimestamp(oa.GetCreationTimestamp())
+	a.SetDeletionTimestamp(oa.GetDeletionTimestamp())
+	a.SetDeletionGracePeriodSeconds(oa.GetDeletionGracePeriodSeconds())
+	a.SetGeneration(oa.GetGeneration())
+	a.SetSelfLink("")
+	a.SetManagedFields(nil)
+	if a.GetNamespace() == "" {
+		a.SetNamespace(oa.GetNamespace())
+	}
+	if info.Subresource != "" {
+		if h.r.Strategy.PrepareForStatusUpdate != nil {
+			h.r.Strategy.PrepareForStatusUpdate(obj, old)
+		}
+	} else {
+		if h.r.Strategy.Default != nil {
+			h.r.Strategy.Default(obj)
+		}
+		if h.r.Strategy.PrepareForUpdate != nil {
+			h.r.Strategy.PrepareForUpdate(obj, old)
+		}
+		if h.r.Strategy.SpecChanged != nil && h.r.Strategy.SpecChanged(obj, old) {
+			a.SetGeneration(oa.GetGeneration() + 1)
+		}
+		if err := h.admit(ctx, admission.Update, info, obj, old); err != nil {
+			return nil, err
+		}
+	}
+	var errs field.ErrorList
+	switch {
+	case info.Subresource != "" && h.r.Strategy.ValidateStatusUpdate != nil:
+		errs = h.r.Strategy.ValidateStatusUpdate(obj, old)
+	case info.Subresource == "" && h.r.Strategy.ValidateUpdate != nil:
+		errs = h.r.Strategy.ValidateUpdate(obj, old)
+	}
+	if len(errs) == 0 {
+		errs = validation.GenericObjectMetaUpdate(a, oa)
+	}
+	if len(errs) > 0 {
+		return nil, h.invalid(info.Name, errs)
+	}
+	oldRV, _ := store.ObjectRV(old)
+	a.SetResourceVersion(oa.GetResourceVersion())
+	if params.dryRun {
+		return obj, nil
+	}
+	stored, err := h.toStorage(obj)
+	if err != nil {
+		return nil, err
+	}
+	// Finalizers gone from an object being deleted: the update completes the delete.
+	if a.GetDeletionTimestamp() != nil && len(a.GetFinalizers()) == 0 && (a.GetDeletionGracePeriodSeconds() == nil || *a.GetDeletionGracePeriodSeconds() == 0) && !h.pendingNamespaceFinalize(obj) {
+		deleted, err := h.st.Delete(ctx, a.GetNamespace(), a.GetName(), oldRV)
+		if err != nil {
+			return nil, err
+		}
+		return h.fromStorage(deleted)
+	}
+	out, err := h.st.Update(ctx, stored, oldRV)
+	if err != nil {
+		return nil, err
+	}
+	return h.fromStorage(out)
+}

@@ -1,0 +1,47 @@
+// Package app builds the nodeplane command tree (cobra) and runs it. Each
+// subcommand's flags, validation and wiring live in its own package under
+// internal/app; nothing outside cmd/ imports this one.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeplane/nodeplane/internal/app/serverapp"
+	"github.com/nodeplane/nodeplane/internal/version"
+)
+
+// Run executes the command line and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "nodeplane",
+		Short:         "nodeplane: a small, fast Kubernetes node-management plane",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr))
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "nodeplane: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func versionCommand(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the nodeplane version and the Kubernetes API version it serves",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			info := version.Info()
+			_, err := fmt.Fprintf(stdout, "nodeplane %s (Kubernetes API %s, %s, %s)\n", version.Version, info.GitVersion, info.GoVersion, info.Platform)
+			return err
+		},
+	}
+}

@@ -1,0 +1,133 @@
+// Package serverapp is the `nodeplane server` command: its flags, their
+// validation into a Config, and the wiring of storage, certificates, the API
+// handler and the HTTPS listener.
+package serverapp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodeplane/nodeplane/internal/logging"
+)
+
+// Options are the raw flag values.
+type Options struct {
+	DataDir    string
+	Listen     string
+	TLSSANs    []string
+	TokenFile  string
+	EtcdServer []string
+	EtcdCA     string
+	EtcdCert   string
+	EtcdKey    string
+
+	DefaultNotReadyTolerationSeconds    int64
+	DefaultUnreachableTolerationSeconds int64
+
+	CompactionInterval time.Duration
+	ShutdownTimeout    time.Duration
+	Logging            logging.Options
+}
+
+// DefaultOptions are the flag defaults.
+func DefaultOptions() Options {
+	return Options{
+		DataDir:                             "/var/lib/nodeplane/server",
+		Listen:                              "0.0.0.0:6443",
+		DefaultNotReadyTolerationSeconds:    300,
+		DefaultUnreachableTolerationSeconds: 300,
+		CompactionInterval:                  5 * time.Minute,
+		ShutdownTimeout:                     30 * time.Second,
+		Logging:                             logging.Options{Level: "info", Format: "text"},
+	}
+}
+
+// AddFlags registers the server flags (upstream names where one exists).
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd data, the cluster CA and keys, admin.kubeconfig and node-token")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "HTTPS listen address HOST:PORT; port 0 picks a free port (admin.kubeconfig records the real one)")
+	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "Extra DNS names or IP addresses for the serving certificate (repeatable, comma-separated)")
+	fs.StringVar(&o.TokenFile, "token-auth-file", o.TokenFile, "CSV file of bearer tokens: token,user,uid,\"group1,group2\"")
+	fs.StringSliceVar(&o.EtcdServer, "etcd-servers", o.EtcdServer, "External etcd client URLs (comma-separated); empty runs one embedded etcd member under --data-dir")
+	fs.StringVar(&o.EtcdCA, "etcd-cafile", o.EtcdCA, "CA bundle to verify the external etcd servers")
+	fs.StringVar(&o.EtcdCert, "etcd-certfile", o.EtcdCert, "Client certificate for the external etcd servers")
+	fs.StringVar(&o.EtcdKey, "etcd-keyfile", o.EtcdKey, "Client key for the external etcd servers")
+	fs.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", o.DefaultNotReadyTolerationSeconds, "tolerationSeconds of the not-ready:NoExecute toleration added to every pod that has none")
+	fs.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", o.DefaultUnreachableTolerationSeconds, "tolerationSeconds of the unreachable:NoExecute toleration added to every pod that has none")
+	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "How often storage history older than one interval is compacted; 0 disables compaction")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a stop waits for in-flight requests to finish")
+	fs.StringVar(&o.Logging.Level, "log-level", o.Logging.Level, "Log level: debug, info, warn or error")
+	fs.StringVar(&o.Logging.Format, "log-format", o.Logging.Format, "Log format: text or json")
+}
+
+// Validate checks the flags and names the flag at fault.
+func (o *Options) Validate() error {
+	var errs []error
+	if strings.TrimSpace(o.DataDir) == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if _, port, err := net.SplitHostPort(o.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT: %v", o.Listen, err))
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: bad port: %v", o.Listen, err))
+	}
+	if o.DefaultNotReadyTolerationSeconds < 0 {
+		errs = append(errs, fmt.Errorf("--default-not-ready-toleration-seconds must be >= 0, got %d", o.DefaultNotReadyTolerationSeconds))
+	}
+	if o.DefaultUnreachableTolerationSeconds < 0 {
+		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds must be >= 0, got %d", o.DefaultUnreachableTolerationSeconds))
+	}
+	if o.CompactionInterval < 0 {
+		errs = append(errs, fmt.Errorf("--etcd-compaction-interval must be >= 0, got %v", o.CompactionInterval))
+	}
+	if len(o.EtcdServer) == 0 && (o.EtcdCA != "" || o.EtcdCert != "" || o.EtcdKey != "") {
+		errs = append(errs, errors.New("--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-servers"))
+	}
+	if (o.EtcdCert == "") != (o.EtcdKey == "") {
+		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile must be given together"))
+	}
+	for _, f := range []struct{ flag, path string }{{"--etcd-cafile", o.EtcdCA}, {"--etcd-certfile", o.EtcdCert}, {"--etcd-keyfile", o.EtcdKey}, {"--token-auth-file", o.TokenFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.flag, err))
+		}
+	}
+	for _, u := range o.EtcdServer {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			errs = append(errs, fmt.Errorf("--etcd-servers: %q is not an http:// or https:// URL", u))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Command returns `nodeplane server`.
+func Command(stderr io.Writer) *cobra.Command {
+	o := DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the nodeplane API server (Kubernetes API over etcd, HTTPS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			logger, err := logging.New(stderr, o.Logging)
+			if err != nil {
+				return err
+			}
+			return Run(cmd.Context(), Config{Options: o, Logger: logger})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,300 @@
+package serverapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver"
+	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
+	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
+	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/pki"
+	"github.com/nodeplane/nodeplane/internal/storage/etcd"
+	"github.com/nodeplane/nodeplane/internal/version"
+)
+
+// Config is the validated server configuration.
+type Config struct {
+	Options Options
+	Logger  *slog.Logger
+	Clock   clock.WithTicker
+	// Ready, when set, receives the server's URL once it serves requests.
+	Ready func(url string)
+}
+
+// Paths of the files the server keeps under --data-dir.
+const (
+	AdminKubeconfigFile = "admin.kubeconfig"
+	NodeTokenFile       = "node-token"
+	pkiDir              = "pki"
+	etcdDir             = "etcd"
+)
+
+// Run starts the server and blocks until ctx ends, then stops cleanly:
+// readiness goes false, open watches end, in-flight requests finish, and
+// storage closes.
+func Run(ctx context.Context, cfg Config) (err error) {
+	o := cfg.Options
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	start := cfg.Clock.Now()
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
+	}
+
+	cluster, err := pki.EnsureCluster(pki.Config{Dir: filepath.Join(o.DataDir, pkiDir), Hosts: o.TLSSANs, Clock: cfg.Clock})
+	if err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	for _, is := range cluster.Issued() {
+		log.Info("issued certificate", "file", is.File, "reason", is.Reason)
+	}
+	if _, err := pki.EnsureToken(filepath.Join(o.DataDir, NodeTokenFile)); err != nil {
+		return fmt.Errorf("node token: %w", err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	client, closeStorage, err := openStorage(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer closeStorage()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	storageMetrics, err := etcd.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	store, err := etcd.New(etcd.Config{Client: client, Metrics: storageMetrics, Clock: cfg.Clock})
+	if err != nil {
+		return err
+	}
+	if o.CompactionInterval > 0 {
+		go etcd.RunCompactor(runCtx, store, etcd.CompactorConfig{Interval: o.CompactionInterval, Clock: cfg.Clock, Logger: log})
+	}
+
+	resources := registry.All()
+	api, err := apiserver.New(apiserver.Config{
+		Storage:   store,
+		Resources: resources,
+		Admission: []admission.Plugin{admission.DefaultTolerationSeconds{
+			NotReadySeconds:    o.DefaultNotReadyTolerationSeconds,
+			UnreachableSeconds: o.DefaultUnreachableTolerationSeconds,
+		}},
+		Version: version.Info(),
+		Clock:   cfg.Clock,
+		Logger:  log,
+		Metrics: apiserver.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	docs, err := openapi.New(openAPIResources(resources), openapi.Info{Version: version.Info().GitVersion})
+	if err != nil {
+		return fmt.Errorf("openapi: %w", err)
+	}
+	var apiWG sync.WaitGroup
+	apiWG.Add(1)
+	go func() {
+		defer apiWG.Done()
+		api.Run(runCtx)
+	}()
+	defer apiWG.Wait()
+	defer cancel()
+
+	authenticator := authn.Union{authn.ClientCert{}}
+	if o.TokenFile != "" {
+		tokens, err := authn.LoadTokenFile(o.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-auth-file: %w", err)
+		}
+		authenticator = append(authenticator, tokens)
+	}
+
+	var shuttingDown atomic.Bool
+	mux := http.NewServeMux()
+	health := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			if shuttingDown.Load() {
+				http.Error(w, "shutting down", http.StatusServiceUnavailable)
+				return
+			}
+			if err := api.Ready(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		if r.URL.Path != "/livez" {
+			cctx, ccancel := context.WithTimeout(r.Context(), 2*time.Second)
+			defer ccancel()
+			if _, err := store.CurrentRevision(cctx); err != nil {
+				http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	}
+	mux.HandleFunc("/healthz", health)
+	mux.HandleFunc("/livez", health)
+	mux.HandleFunc("/readyz", health)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(version.Info())
+	})
+	protected := http.NewServeMux()
+	protected.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	protected.Handle("/openapi/", docs.Handler())
+	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
+	protected.Handle("/", api)
+	mux.Handle("/", authn.Middleware(authenticator, protected, authn.Unauthorized))
+
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.Listen, err)
+	}
+	url := pki.ClientURL(ln.Addr())
+	certPEM, keyPEM := cluster.AdminCredentials()
+	kubeconfig := filepath.Join(o.DataDir, AdminKubeconfigFile)
+	if err := pki.WriteKubeconfig(kubeconfig, url, cluster.CAPEM(), certPEM, keyPEM, pki.DefaultContextName); err != nil {
+		ln.Close()
+		return fmt.Errorf("write %s: %w", kubeconfig, err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		TLSConfig:         cluster.ServingTLSConfig(),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	go refreshCertificates(runCtx, cluster, cfg.Clock, log)
+
+	if err := waitReady(ctx, api); err != nil {
+		shutdown(srv, api, o.ShutdownTimeout, log)
+		return err
+	}
+	log.Info("nodeplane server ready", "url", url, "kubeconfig", kubeconfig, "startup", cfg.Clock.Since(start).Round(time.Millisecond))
+	if cfg.Ready != nil {
+		cfg.Ready(url)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	shuttingDown.Store(true)
+	shutdown(srv, api, o.ShutdownTimeout, log)
+	return nil
+}
+
+// shutdown ends watches, then lets in-flight requests finish.
+func shutdown(srv *http.Server, api *apiserver.Server, timeout time.Duration, log *slog.Logger) {
+	api.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown did not finish in time", "err", err)
+		_ = srv.Close()
+	}
+}
+
+// waitReady waits for the watch caches and the system namespaces.
+func waitReady(ctx context.Context, api *apiserver.Server) error {
+	for {
+		if api.Ready() == nil {
+			if err := api.EnsureSystemNamespaces(ctx); err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func refreshCertificates(ctx context.Context, cluster *pki.Cluster, clk clock.WithTicker, log *slog.Logger) {
+	t := clk.NewTicker(12 * time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if err := cluster.Refresh(); err != nil {
+				log.Warn("refresh certificates", "err", err)
+			}
+			for _, is := range cluster.Issued() {
+				log.Info("issued certificate", "file", is.File, "reason", is.Reason)
+			}
+		}
+	}
+}
+
+// openStorage starts the embedded etcd member or dials the external cluster.
+func openStorage(ctx context.Context, o Options, log *slog.Logger) (*clientv3.Client, func(), error) {
+	if len(o.EtcdServer) > 0 {
+		client, err := etcd.Dial(ctx, etcd.ExternalConfig{Endpoints: o.EtcdServer, CAFile: o.EtcdCA, CertFile: o.EtcdCert, KeyFile: o.EtcdKey, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--etcd-servers: %w", err)
+		}
+		return client, func() {}, nil
+	}
+	ecfg := etcd.DefaultEmbeddedConfig()
+	ecfg.Dir = filepath.Join(o.DataDir, etcdDir)
+	ecfg.Logger = log
+	member, err := etcd.StartEmbedded(ctx, ecfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	return member.Client(), member.Close, nil
+}
+
+// openAPIResources describes the registry for the OpenAPI documents.
+func openAPIResources(resources []*registry.Resource) []openapi.Resource {
+	var out []openapi.Resource
+	for _, r := range resources {
+		res := openapi.Resource{
+			GVK: r.GVK(), ListGVK: r.ListGVK(), Resource: r.Resource, Namespaced: r.Namespaced,
+			Object: r.New(), List: r.NewList(), Verbs: r.Verbs(),
+		}
+		for _, s := range r.Subresources {
+			sub := openapi.Subresource{Name: s.Name, GVK: s.GVK, Verbs: s.Verbs}
+			if s.GVK.Empty() {
+				sub.Object = r.New()
+			} else if obj, err := scheme.Scheme.New(s.GVK); err == nil {
+				sub.Object = obj
+			}
+			res.Subresources = append(res.Subresources, sub)
+		}
+		out = append(out, res)
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestStartEmbeddedRejectsInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  EmbeddedConfig
+		want string
+	}{
+		{"a config without a data dir", EmbeddedConfig{}, "no data dir"},
+		{"an election timeout under five heartbeats", EmbeddedConfig{Dir: "d", HeartbeatInterval: time.Second, ElectionTimeout: 2 * time.Second}, "election timeout"},
+		{"an unknown auto-compaction mode", EmbeddedConfig{Dir: "d", AutoCompactionMode: "hourly"}, "auto-compaction mode"},
+		{"a peer URL without a port", EmbeddedConfig{Dir: "d", PeerURL: "http://127.0.0.1"}, "peer URL"},
+		{"an https peer URL", EmbeddedConfig{Dir: "d", PeerURL: "https://127.0.0.1:0"}, "only http"},
+		{"an https client URL without a certificate", EmbeddedConfig{Dir: "d", ClientURL: "https://127.0.0.1:0"}, "certificate and key"},
+		{"TLS files for a plain http client URL", EmbeddedConfig{Dir: "d", ClientURL: "http://127.0.0.1:0", ClientCAFile: "ca.pem"}, "without an https client URL"},
+		{"a certificate without its key", EmbeddedConfig{Dir: "d", ClientURL: "https://127.0.0.1:0", ClientCertFile: "c.pem"}, "given together"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := StartEmbedded(t.Context(), tt.cfg)
+			if err == nil {
+				m.Close()
+				t.Fatal("StartEmbedded succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmbeddedMemberKeepsItsDataAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	first := startMember(t, EmbeddedConfig{Dir: dir})
+	s := newTestStore(t, first)
+	rev, err := s.Create(t.Context(), "/restart/k", []byte("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	// The restart picks a new peer port; a single member does not mind.
+	second := startMember(t, EmbeddedConfig{Dir: dir})
+	got, err := newTestStore(t, second).Get(t.Context(), "/restart/k")
+	if err != nil || string(got.Value) != "kept" || got.ModRevision != rev {
+		t.Errorf("Get after restart = %+v, %v; want kept at %d", got, err, rev)
+	}
+}
+
+func TestStartEmbeddedReleasesEverythingWhenTheClusterNeverForms(t *testing.T) {
+	peer, _, err := resolvePort("http://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent, _, err := resolvePort("http://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err = StartEmbedded(ctx, EmbeddedConfig{
+		Dir:            t.TempDir(),
+		Name:           "lonely",
+		Logger:         testLogger(t),
+		PeerURL:        peer.String(),
+		InitialCluster: "lonely=" + peer.String() + ",absent=" + absent.String(),
+	})
+	if err == nil || !strings.Contains(err.Error(), "waiting for the cluster") {
+		t.Fatalf("StartEmbedded = %v, want a timeout waiting for the cluster", err)
+	}
+	l, err := net.Listen("tcp", peer.Host)
+	if err != nil {
+		t.Fatalf("peer port still taken after a failed start: %v", err)
+	}
+	l.Close()
+}
+
+func TestEmbeddedMemberWithoutClientURLListensOnlyForPeers(t *testing.T) {
+	m := startMember(t, EmbeddedConfig{})
+	if m.ClientURL() != "" || len(m.etcd.Clients) != 0 {
+		t.Errorf("ClientURL = %q with %d client listeners, want none", m.ClientURL(), len(m.etcd.Clients))
+	}
+	if u, err := url.Parse(m.PeerURL()); err != nil || strings.HasSuffix(u.Host, ":0") {
+		t.Errorf("PeerURL = %q, want a concrete loopback port", m.PeerURL())
+	}
+}
+
+func TestEmbeddedMemberLogsThroughSlog(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	m := startMember(t, EmbeddedConfig{Logger: logger, LogLevel: slog.LevelInfo})
+	m.Close()
+	out := buf.String()
+	for _, want := range []string{"component=etcd", "member=nodeplane", `msg="closing etcd server"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func TestEmbeddedMemberLogsOnlyFromLogLevel(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := startMember(t, EmbeddedConfig{Logger: logger})
+	m.Close()
+	if strings.Contains(buf.String(), "level=INFO") {
+		t.Errorf("info entries logged at the default warn level:\n%s", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for etcd's concurrent loggers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,59 @@
+package etcd
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+)
+
+func TestMetricsRecordRequestLatencyByOperation(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startMember(t, EmbeddedConfig{})
+	s, err := New(Config{Client: v3client.New(m.etcd.Server), Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rev, _ := s.Create(t.Context(), "/metrics/k", []byte("v"))
+	_, _ = s.Update(t.Context(), "/metrics/k", []byte("v2"), rev)
+	_, _ = s.Update(t.Context(), "/metrics/k", []byte("v3"), rev) // a conflict counts too
+	_, _ = s.Get(t.Context(), "/metrics/missing")
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "nodeplane_storage_request_duration_seconds" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "operation" {
+					got[l.GetValue()] = metric.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	for op, want := range map[string]uint64{"create": 1, "update": 2, "get": 1, "list": 0} {
+		if got[op] != want {
+			t.Errorf("operation %q: %d samples, want %d", op, got[op], want)
+		}
+	}
+}
+
+func TestNewMetricsRefusesToRegisterTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMetrics(reg); err == nil {
+		t.Error("second NewMetrics on one registry succeeded")
+	}
+}
