@@ -24,8 +24,8 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 		writeRaw(w, http.StatusOK, serializerFor(mediaJSON), &metav1.APIVersions{
-			TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
-			Versions: []string{"v1"},
+			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
+			Versions:                   []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}},
 		})
 		return true

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -205,14 +206,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	info, ok := parseResourcePath(r, s.isNamespaced)
 	if !ok {
-		writeStatus(w, r, statusOf(apierrors.NewNotFound(schema.GroupResource{}, "")))
+		writeStatus(w, r, notFoundPath())
 		return
 	}
 	h, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
 	if !ok {
-		st := statusOf(apierrors.NewNotFound(schema.GroupResource{}, ""))
-		st.Message = "the server could not find the requested resource"
-		writeStatus(w, r, st)
+		writeStatus(w, r, notFoundPath())
 		return
 	}
 	start := s.cfg.Clock.Now()
@@ -236,9 +235,7 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info req
 	if info.Subresource != "" {
 		sub, ok := h.r.Subresource(info.Subresource)
 		if !ok {
-			st := statusOf(apierrors.NewNotFound(gr, info.Name))
-			st.Message = "the server could not find the requested resource"
-			writeStatus(w, r, st)
+			writeStatus(w, r, notFoundPath())
 			return
 		}
 		if !contains(sub.Verbs, info.Verb) {
@@ -324,3 +321,8 @@ func (s *statusRecorder) Flush() {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// notFoundPath is the 404 for a path that names no resource.
+func notFoundPath() *metav1.Status {
+	return &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}
+}

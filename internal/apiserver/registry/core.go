@@ -100,6 +100,7 @@ func Nodes() *Resource {
 func Pods() *Resource {
 	return &Resource{
 		GroupVersion: coreV1, Resource: "pods", Singular: "pod", Kind: "Pod", ListKind: "PodList",
+		Namespaced: true,
 		ShortNames: []string{"po"}, Categories: []string{"all"},
 		New:     func() runtime.Object { return &corev1.Pod{} },
 		NewList: func() runtime.Object { return &corev1.PodList{} },

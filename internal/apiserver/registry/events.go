@@ -17,6 +17,7 @@ import (
 func Events() *Resource {
 	return &Resource{
 		GroupVersion: coreV1, Resource: "events", Singular: "event", Kind: "Event", ListKind: "EventList",
+		Namespaced: true,
 		ShortNames: []string{"ev"},
 		New:        func() runtime.Object { return &corev1.Event{} },
 		NewList:    func() runtime.Object { return &corev1.EventList{} },
@@ -58,6 +59,7 @@ func eventFields(obj runtime.Object) fields.Set {
 func EventsV1(core *Resource) *Resource {
 	return &Resource{
 		GroupVersion: eventsv1.SchemeGroupVersion, Resource: "events", Singular: "event", Kind: "Event", ListKind: "EventList",
+		Namespaced: true,
 		ShortNames: []string{"ev"},
 		New:        func() runtime.Object { return &eventsv1.Event{} },
 		NewList:    func() runtime.Object { return &eventsv1.EventList{} },

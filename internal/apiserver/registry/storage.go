@@ -52,9 +52,10 @@ func PersistentVolumes() *Resource {
 func PersistentVolumeClaims() *Resource {
 	return &Resource{
 		GroupVersion: coreV1, Resource: "persistentvolumeclaims", Singular: "persistentvolumeclaim", Kind: "PersistentVolumeClaim", ListKind: "PersistentVolumeClaimList",
-		ShortNames: []string{"pvc"},
-		New:        func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
-		NewList:    func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
+		Namespaced: true,
+		ShortNames:   []string{"pvc"},
+		New:          func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
+		NewList:      func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
 		Subresources: []Subresource{{Name: "status", Verbs: statusVerbs}},
 		Printer:      printers.PersistentVolumeClaims(),
 		Strategy: Strategy{

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
@@ -78,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	client, closeStorage, err := openStorage(ctx, o, log)
+	storeCfg, closeStorage, err := openStorage(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -90,7 +89,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
-	store, err := etcd.New(etcd.Config{Client: client, Metrics: storageMetrics, Clock: cfg.Clock})
+	storeCfg.Metrics, storeCfg.Clock = storageMetrics, cfg.Clock
+	store, err := etcd.New(storeCfg)
 	if err != nil {
 		return err
 	}
@@ -110,6 +110,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Clock:   cfg.Clock,
 		Logger:  log,
 		Metrics: apiserver.NewMetrics(reg),
+
+		BookmarkInterval: o.BookmarkInterval,
 	})
 	if err != nil {
 		return err
@@ -258,23 +260,24 @@ func refreshCertificates(ctx context.Context, cluster *pki.Cluster, clk clock.Wi
 	}
 }
 
-// openStorage starts the embedded etcd member or dials the external cluster.
-func openStorage(ctx context.Context, o Options, log *slog.Logger) (*clientv3.Client, func(), error) {
+// openStorage starts the embedded etcd member or dials the external
+// cluster, and returns the store configuration for it.
+func openStorage(ctx context.Context, o Options, log *slog.Logger) (etcd.Config, func(), error) {
 	if len(o.EtcdServer) > 0 {
 		client, err := etcd.Dial(ctx, etcd.ExternalConfig{Endpoints: o.EtcdServer, CAFile: o.EtcdCA, CertFile: o.EtcdCert, KeyFile: o.EtcdKey, Logger: log})
 		if err != nil {
-			return nil, nil, fmt.Errorf("--etcd-servers: %w", err)
+			return etcd.Config{}, nil, fmt.Errorf("--etcd-servers: %w", err)
 		}
-		return client, func() {}, nil
+		return etcd.Config{Client: client}, func() {}, nil
 	}
 	ecfg := etcd.DefaultEmbeddedConfig()
 	ecfg.Dir = filepath.Join(o.DataDir, etcdDir)
 	ecfg.Logger = log
 	member, err := etcd.StartEmbedded(ctx, ecfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
+		return etcd.Config{}, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	return member.Client(), member.Close, nil
+	return member.StoreConfig(), member.Close, nil
 }
 
 // openAPIResources describes the registry for the OpenAPI documents.

@@ -104,6 +104,27 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkUpdateSerial renews one key at a time: every update waits for its
+// own WAL fsync, so ns/op is about the fsync cost plus etcd's apply.
+func BenchmarkUpdateSerial(b *testing.B) {
+	s := benchStore(b, benchBackends[0])
+	rev, err := s.Create(b.Context(), leaseKey(0), leaseValue)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fsyncsBefore, fsyncTimeBefore := walFsyncs(b)
+	for b.Loop() {
+		if rev, err = s.Update(context.Background(), leaseKey(0), leaseValue, rev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fsyncs, fsyncTime := walFsyncs(b)
+	if n := fsyncs - fsyncsBefore; n > 0 {
+		b.ReportMetric(float64(n)/float64(b.N), "fsyncs/op")
+		b.ReportMetric((fsyncTime-fsyncTimeBefore)*1e6/float64(n), "µs/fsync")
+	}
+}
+
 // BenchmarkCreate creates new keys from many writers.
 func BenchmarkCreate(b *testing.B) {
 	s := benchStore(b, benchBackends[0])

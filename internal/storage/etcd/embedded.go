@@ -13,9 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
+	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 )
 
 // EmbeddedConfig configures an etcd member that runs inside the nodeplane
@@ -196,6 +199,7 @@ func parseListenURL(raw string) (*url.URL, error) {
 type Embedded struct {
 	etcd      *embed.Etcd
 	client    *clientv3.Client
+	kv        pb.KVClient // raw in-process KV API for Store writes
 	peerURL   string
 	clientURL string
 	closeOnce sync.Once
@@ -253,6 +257,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	return &Embedded{
 		etcd:      e,
 		client:    v3client.New(e.Server),
+		kv:        adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(e.Server)),
 		peerURL:   peerURL,
 		clientURL: clientURL,
 	}, nil
@@ -340,6 +345,10 @@ func resolvePort(raw string) (u *url.URL, picked bool, err error) {
 // it; Close closes it (closing it earlier, e.g. through Store.Close, is
 // harmless).
 func (m *Embedded) Client() *clientv3.Client { return m.client }
+
+// StoreConfig returns the Config of a Store over this member's in-process
+// client; add Metrics as needed.
+func (m *Embedded) StoreConfig() Config { return Config{Client: m.client, KV: m.kv} }
 
 // PeerURL is the URL the member serves raft traffic on.
 func (m *Embedded) PeerURL() string { return m.peerURL }

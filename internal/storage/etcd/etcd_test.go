@@ -49,7 +49,7 @@ func startMember(t testing.TB, cfg EmbeddedConfig) *Embedded {
 // with the test.
 func newTestStore(t testing.TB, m *Embedded) *Store {
 	t.Helper()
-	s, err := New(Config{Client: v3client.New(m.etcd.Server)})
+	s, err := New(Config{Client: v3client.New(m.etcd.Server), KV: m.kv})
 	if err != nil {
 		t.Fatal(err)
 	}

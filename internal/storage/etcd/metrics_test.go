@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 )
 
 func TestMetricsRecordRequestLatencyByOperation(t *testing.T) {
@@ -14,7 +13,9 @@ func TestMetricsRecordRequestLatencyByOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := startMember(t, EmbeddedConfig{})
-	s, err := New(Config{Client: v3client.New(m.etcd.Server), Metrics: metrics})
+	cfg := m.StoreConfig()
+	cfg.Metrics = metrics
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

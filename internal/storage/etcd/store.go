@@ -15,11 +15,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/storage"
@@ -29,11 +32,17 @@ import (
 // It need not exist; the response header carries the revision either way.
 const revisionProbeKey = "/nodeplane/revision-probe"
 
-// Config configures a Store.
+// Config configures a Store. For an embedded member start from
+// Embedded.StoreConfig; for a cluster, set Client from Dial.
 type Config struct {
-	// Client talks to etcd (see Dial and Embedded.Client). Required.
-	// Store.Close closes it.
+	// Client talks to etcd. Required. Store.Close closes it.
 	Client *clientv3.Client
+	// KV is etcd's raw KV API, which writes use to send transactions
+	// without clientv3's request builders (about 15% more lease renewals
+	// per core). Default: a KV client over Client's gRPC connection.
+	// Client has no connection when it is in-process; then KV is required
+	// (Embedded.StoreConfig sets it).
+	KV pb.KVClient
 	// Metrics records request latencies when set (see NewMetrics).
 	Metrics *Metrics
 	// Clock times requests for Metrics. Default: the real clock.
@@ -42,11 +51,14 @@ type Config struct {
 
 // Store is the etcd implementation of storage.Interface.
 type Store struct {
-	client  *clientv3.Client
-	kv      clientv3.KV
-	watcher clientv3.Watcher
-	metrics *Metrics
-	clock   clock.PassiveClock
+	client *clientv3.Client
+	kv     clientv3.KV
+	// rawKV and callOpts serve the writes (see write.go).
+	rawKV    pb.KVClient
+	callOpts []grpc.CallOption
+	watcher  clientv3.Watcher
+	metrics  *Metrics
+	clock    clock.PassiveClock
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -59,12 +71,29 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	var callOpts []grpc.CallOption
+	if cfg.KV == nil {
+		conn := cfg.Client.ActiveConnection()
+		if conn == nil {
+			return nil, errors.New("etcd store: in-process client without a KV; use Embedded.StoreConfig")
+		}
+		cfg.KV = pb.NewKVClient(conn)
+		// What clientv3 passes on every call: wait for a connection to
+		// become ready instead of failing fast, and its message limits.
+		callOpts = []grpc.CallOption{
+			grpc.WaitForReady(true),
+			grpc.MaxCallSendMsgSize(2 << 20),
+			grpc.MaxCallRecvMsgSize(math.MaxInt32),
+		}
+	}
 	return &Store{
-		client:  cfg.Client,
-		kv:      cfg.Client.KV,
-		watcher: cfg.Client.Watcher,
-		metrics: cfg.Metrics,
-		clock:   cfg.Clock,
+		client:   cfg.Client,
+		kv:       cfg.Client.KV,
+		rawKV:    cfg.KV,
+		callOpts: callOpts,
+		watcher:  cfg.Client.Watcher,
+		metrics:  cfg.Metrics,
+		clock:    cfg.Clock,
 	}, nil
 }
 
