@@ -102,7 +102,7 @@ metadata:
 		ObjectMeta:     metav1.ObjectMeta{Name: "n1.e2e", Namespace: "default"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1", UID: "n1"},
 		Reason:         "NodeReady", Message: "Node n1 status is now: NodeReady", Type: corev1.EventTypeNormal,
-		Source:        corev1.EventSource{Component: "kubelet", Host: "n1"},
+		Source:         corev1.EventSource{Component: "kubelet", Host: "n1"},
 		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 func Leases() *Resource {
 	return &Resource{
 		GroupVersion: coordinationv1.SchemeGroupVersion, Resource: "leases", Singular: "lease", Kind: "Lease", ListKind: "LeaseList",
-		Namespaced: true,
+		Namespaced:    true,
 		New:           func() runtime.Object { return &coordinationv1.Lease{} },
 		NewList:       func() runtime.Object { return &coordinationv1.LeaseList{} },
 		IndexedFields: []string{"metadata.name"},

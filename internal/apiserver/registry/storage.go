@@ -52,7 +52,7 @@ func PersistentVolumes() *Resource {
 func PersistentVolumeClaims() *Resource {
 	return &Resource{
 		GroupVersion: coreV1, Resource: "persistentvolumeclaims", Singular: "persistentvolumeclaim", Kind: "PersistentVolumeClaim", ListKind: "PersistentVolumeClaimList",
-		Namespaced: true,
+		Namespaced:   true,
 		ShortNames:   []string{"pvc"},
 		New:          func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
 		NewList:      func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
