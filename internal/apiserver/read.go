@@ -82,7 +82,7 @@ func (h *resourceHandler) transform(r *http.Request, obj runtime.Object, f respo
 		if r.URL.Query().Get("includeObject") == "Object" {
 			return nil, apierrors.NewBadRequest("includeObject=Object is not supported")
 		}
-		table, err := h.r.Printer.ToTable(obj, h.s.cfg.Clock.Now(), headers && r.URL.Query().Get("includeObject") != "None" || headers)
+		table, err := h.r.Printer.ToTable(obj, h.s.cfg.Clock.Now(), headers)
 		if err != nil {
 			return nil, err
 		}

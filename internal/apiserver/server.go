@@ -34,7 +34,10 @@ import (
 
 // Config wires the API server.
 type Config struct {
-	Storage   storage.Interface
+	Storage storage.Interface
+	// StorageOverrides stores some resources elsewhere (e.g. leases in a
+	// soft-state etcd member); others use Storage.
+	StorageOverrides map[schema.GroupResource]storage.Interface
 	Resources []*registry.Resource
 	// Admission plugins run on create and update of the main resource, in order.
 	Admission []admission.Plugin
@@ -114,8 +117,12 @@ func New(cfg Config) (*Server, error) {
 		st, ok := storesByPrefix[base.Prefix()]
 		if !ok {
 			var err error
+			backing := cfg.Storage
+			if o, ok := cfg.StorageOverrides[base.GroupResource()]; ok {
+				backing = o
+			}
 			st, err = store.New(store.Config{
-				Storage:       cfg.Storage,
+				Storage:       backing,
 				Prefix:        base.Prefix(),
 				Resource:      base.GroupResource(),
 				GVK:           base.GVK(),

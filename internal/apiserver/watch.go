@@ -53,7 +53,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 			opts.MinRV = p.rv
 			if p.opts.ResourceVersion == "" {
 				// A consistent start: at least the store's current revision.
-				if opts.MinRV, err = h.s.cfg.Storage.CurrentRevision(r.Context()); err != nil {
+				if opts.MinRV, err = h.st.CurrentRevision(r.Context()); err != nil {
 					writeError(w, r, err, gr, "")
 					return
 				}

@@ -359,6 +359,11 @@ func (s *Store) ListFromCache(ctx context.Context, p Predicate, minRV int64) (Li
 	return ListPage{Items: items, RV: rv, Remaining: -1}, nil
 }
 
+// CurrentRevision returns the backing store's latest revision.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	return s.cfg.Storage.CurrentRevision(ctx)
+}
+
 // Count returns the number of stored objects.
 func (s *Store) Count(ctx context.Context) (int64, error) {
 	return s.cfg.Storage.Count(ctx, s.cfg.Prefix+"/")

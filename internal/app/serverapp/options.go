@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodeplane/nodeplane/internal/logging"
 )
@@ -28,6 +29,11 @@ type Options struct {
 	EtcdCA     string
 	EtcdCert   string
 	EtcdKey    string
+	// EtcdOverrides route resources to other etcd clusters:
+	// "group/resource#url;url" (kube-apiserver's --etcd-servers-overrides).
+	EtcdOverrides []string
+	// DurableLeases stores leases in the main (fsynced) etcd member.
+	DurableLeases bool
 
 	DefaultNotReadyTolerationSeconds    int64
 	DefaultUnreachableTolerationSeconds int64
@@ -59,6 +65,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "Extra DNS names or IP addresses for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&o.TokenFile, "token-auth-file", o.TokenFile, "CSV file of bearer tokens: token,user,uid,\"group1,group2\"")
 	fs.StringSliceVar(&o.EtcdServer, "etcd-servers", o.EtcdServer, "External etcd client URLs (comma-separated); empty runs one embedded etcd member under --data-dir")
+	fs.StringSliceVar(&o.EtcdOverrides, "etcd-servers-overrides", o.EtcdOverrides, "Per-resource etcd servers, group/resource#servers, servers separated by ';' (e.g. coordination.k8s.io/leases#https://10.0.0.9:2379); same TLS files as --etcd-servers")
+	fs.BoolVar(&o.DurableLeases, "durable-leases", o.DurableLeases, "With the embedded etcd, keep leases in the main member with fsync on every write; by default leases (soft state: heartbeats, leader election) live in a second embedded member that does not wait for fsync")
 	fs.StringVar(&o.EtcdCA, "etcd-cafile", o.EtcdCA, "CA bundle to verify the external etcd servers")
 	fs.StringVar(&o.EtcdCert, "etcd-certfile", o.EtcdCert, "Client certificate for the external etcd servers")
 	fs.StringVar(&o.EtcdKey, "etcd-keyfile", o.EtcdKey, "Client key for the external etcd servers")
@@ -108,6 +116,14 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", f.flag, err))
 		}
 	}
+	for _, ov := range o.EtcdOverrides {
+		if _, _, err := parseOverride(ov); err != nil {
+			errs = append(errs, fmt.Errorf("--etcd-servers-overrides: %w", err))
+		}
+	}
+	if len(o.EtcdOverrides) > 0 && len(o.EtcdServer) == 0 {
+		errs = append(errs, errors.New("--etcd-servers-overrides needs --etcd-servers"))
+	}
 	for _, u := range o.EtcdServer {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			errs = append(errs, fmt.Errorf("--etcd-servers: %q is not an http:// or https:// URL", u))
@@ -136,4 +152,23 @@ func Command(stderr io.Writer) *cobra.Command {
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// parseOverride parses one --etcd-servers-overrides entry.
+func parseOverride(s string) (schema.GroupResource, []string, error) {
+	gr, servers, ok := strings.Cut(s, "#")
+	if !ok || gr == "" || servers == "" {
+		return schema.GroupResource{}, nil, fmt.Errorf("%q: want group/resource#server;server", s)
+	}
+	group, resource, ok := strings.Cut(gr, "/")
+	if !ok || resource == "" {
+		return schema.GroupResource{}, nil, fmt.Errorf("%q: want group/resource (empty group for core, e.g. /events)", gr)
+	}
+	urls := strings.Split(servers, ";")
+	for _, u := range urls {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return schema.GroupResource{}, nil, fmt.Errorf("%q is not an http:// or https:// URL", u)
+		}
+	}
+	return schema.GroupResource{Group: group, Resource: resource}, urls, nil
 }

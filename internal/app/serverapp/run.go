@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
@@ -25,6 +26,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/pki"
+	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
@@ -44,6 +46,7 @@ const (
 	NodeTokenFile       = "node-token"
 	pkiDir              = "pki"
 	etcdDir             = "etcd"
+	leaseEtcdDir        = "etcd-leases"
 )
 
 // Run starts the server and blocks until ctx ends, then stops cleanly:
@@ -77,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	storeCfg, closeStorage, err := openStorage(ctx, o, log)
+	stores, closeStorage, err := openStorage(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -89,19 +92,33 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
-	storeCfg.Metrics, storeCfg.Clock = storageMetrics, cfg.Clock
-	store, err := etcd.New(storeCfg)
+	stores.main.Metrics, stores.main.Clock = storageMetrics, cfg.Clock
+	store, err := etcd.New(stores.main)
 	if err != nil {
 		return err
 	}
+	overrides := map[schema.GroupResource]storage.Interface{}
+	compacted := []*etcd.Store{store}
+	for gr, c := range stores.overrides {
+		c.Metrics, c.Clock = storageMetrics, cfg.Clock
+		st, err := etcd.New(c)
+		if err != nil {
+			return err
+		}
+		overrides[gr] = st
+		compacted = append(compacted, st)
+	}
 	if o.CompactionInterval > 0 {
-		go etcd.RunCompactor(runCtx, store, etcd.CompactorConfig{Interval: o.CompactionInterval, Clock: cfg.Clock, Logger: log})
+		for _, st := range compacted {
+			go etcd.RunCompactor(runCtx, st, etcd.CompactorConfig{Interval: o.CompactionInterval, Clock: cfg.Clock, Logger: log})
+		}
 	}
 
 	resources := registry.All()
 	api, err := apiserver.New(apiserver.Config{
-		Storage:   store,
-		Resources: resources,
+		Storage:          store,
+		StorageOverrides: overrides,
+		Resources:        resources,
 		Admission: []admission.Plugin{admission.DefaultTolerationSeconds{
 			NotReadySeconds:    o.DefaultNotReadyTolerationSeconds,
 			UnreachableSeconds: o.DefaultUnreachableTolerationSeconds,
@@ -154,9 +171,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if r.URL.Path != "/livez" {
 			cctx, ccancel := context.WithTimeout(r.Context(), 2*time.Second)
 			defer ccancel()
-			if _, err := store.CurrentRevision(cctx); err != nil {
-				http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
-				return
+			for _, st := range compacted {
+				if _, err := st.CurrentRevision(cctx); err != nil {
+					http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
+					return
+				}
 			}
 		}
 		_, _ = w.Write([]byte("ok"))
@@ -260,24 +279,98 @@ func refreshCertificates(ctx context.Context, cluster *pki.Cluster, clk clock.Wi
 	}
 }
 
-// openStorage starts the embedded etcd member or dials the external
-// cluster, and returns the store configuration for it.
-func openStorage(ctx context.Context, o Options, log *slog.Logger) (etcd.Config, func(), error) {
-	if len(o.EtcdServer) > 0 {
-		client, err := etcd.Dial(ctx, etcd.ExternalConfig{Endpoints: o.EtcdServer, CAFile: o.EtcdCA, CertFile: o.EtcdCert, KeyFile: o.EtcdKey, Logger: log})
-		if err != nil {
-			return etcd.Config{}, nil, fmt.Errorf("--etcd-servers: %w", err)
+// storageConfigs are the etcd stores the server uses.
+type storageConfigs struct {
+	main      etcd.Config
+	overrides map[schema.GroupResource]etcd.Config
+}
+
+// leasesResource is the resource kept in the soft-state member.
+var leasesResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+// openStorage starts the embedded etcd members or dials the external
+// cluster(s), and returns the store configurations and a close function.
+//
+// Embedded, leases live in a second member that does not fsync (SPEC P3-1:
+// leases are soft state; a process crash loses nothing because writes reach
+// the OS before they are acknowledged, a power loss may lose the last
+// renewals, and a damaged lease member is discarded and rebuilt by the
+// agents' next renewals). --durable-leases keeps them in the main member.
+func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfigs, func(), error) {
+	out := storageConfigs{overrides: map[schema.GroupResource]etcd.Config{}}
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
 		}
-		return etcd.Config{Client: client}, func() {}, nil
+	}
+	if len(o.EtcdServer) > 0 {
+		dial := func(flag string, endpoints []string) (etcd.Config, error) {
+			client, err := etcd.Dial(ctx, etcd.ExternalConfig{Endpoints: endpoints, CAFile: o.EtcdCA, CertFile: o.EtcdCert, KeyFile: o.EtcdKey, Logger: log})
+			if err != nil {
+				return etcd.Config{}, fmt.Errorf("%s: %w", flag, err)
+			}
+			return etcd.Config{Client: client}, nil
+		}
+		main, err := dial("--etcd-servers", o.EtcdServer)
+		if err != nil {
+			return out, nil, err
+		}
+		out.main = main
+		for _, ov := range o.EtcdOverrides {
+			gr, urls, _ := parseOverride(ov)
+			c, err := dial("--etcd-servers-overrides", urls)
+			if err != nil {
+				return out, nil, err
+			}
+			out.overrides[gr] = c
+		}
+		return out, func() {}, nil
 	}
 	ecfg := etcd.DefaultEmbeddedConfig()
 	ecfg.Dir = filepath.Join(o.DataDir, etcdDir)
 	ecfg.Logger = log
 	member, err := etcd.StartEmbedded(ctx, ecfg)
 	if err != nil {
-		return etcd.Config{}, nil, fmt.Errorf("embedded etcd: %w", err)
+		return out, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	return member.StoreConfig(), member.Close, nil
+	closers = append(closers, member.Close)
+	out.main = member.StoreConfig()
+	if !o.DurableLeases {
+		soft, err := startSoftMember(ctx, filepath.Join(o.DataDir, leaseEtcdDir), log)
+		if err != nil {
+			closeAll()
+			return out, nil, err
+		}
+		closers = append(closers, soft.Close)
+		out.overrides[leasesResource] = soft.StoreConfig()
+	}
+	return out, closeAll, nil
+}
+
+// startSoftMember starts the no-fsync member for soft state. If its data
+// cannot be opened (e.g. damaged by a power loss without fsync), it is
+// discarded and started empty: its content is rebuilt by its writers.
+func startSoftMember(ctx context.Context, dir string, log *slog.Logger) (*etcd.Embedded, error) {
+	cfg := etcd.DefaultEmbeddedConfig()
+	cfg.Dir = dir
+	cfg.Name = "nodeplane-leases"
+	cfg.ClusterToken = "nodeplane-leases"
+	cfg.UnsafeNoFsync = true
+	cfg.Logger = log
+	m, err := etcd.StartEmbedded(ctx, cfg)
+	if err == nil {
+		return m, nil
+	}
+	log.Warn("lease storage unusable; discarding it (leases are rebuilt by their holders)", "dir", dir, "err", err)
+	if rerr := os.RemoveAll(dir); rerr != nil {
+		return nil, fmt.Errorf("lease storage: %w (and removing it: %v)", err, rerr)
+	}
+	m, err = etcd.StartEmbedded(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("lease storage: %w", err)
+	}
+	return m, nil
 }
 
 // openAPIResources describes the registry for the OpenAPI documents.
