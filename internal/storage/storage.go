@@ -102,7 +102,7 @@ type Event struct {
 // WatchOptions tune a watch.
 type WatchOptions struct {
 	// FromRevision: deliver every change with revision > FromRevision.
-	// 0 means "from now": only changes after the watch starts.
+	// 0 means "from now": every change committed after Watch returns.
 	FromRevision int64
 	// ProgressNotify asks for periodic EventProgress entries while the prefix
 	// is quiet, so the watcher knows how fresh its view is.
@@ -122,9 +122,10 @@ type Interface interface {
 	Count(ctx context.Context, prefix string) (int64, error)
 	// Create stores value under key if the key is absent (ErrAlreadyExists otherwise).
 	Create(ctx context.Context, key string, value []byte) (revision int64, err error)
-	// Update replaces the value if the key's ModRevision equals expectedRevision.
-	// ErrNotFound if the key is absent; ErrConflict (wrapped in a *ConflictError
-	// carrying the current value) if the revision differs.
+	// Update replaces the value if the key's ModRevision equals expectedRevision,
+	// which must be positive. ErrNotFound if the key is absent; ErrConflict
+	// (wrapped in a *ConflictError carrying the current value) if the revision
+	// differs.
 	Update(ctx context.Context, key string, value []byte, expectedRevision int64) (revision int64, err error)
 	// Delete removes the key. expectedRevision 0 means unconditional; otherwise
 	// ErrConflict (as *ConflictError) if the ModRevision differs. Returns the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +27,9 @@ var ErrNotReady = errors.New("watch cache is not ready")
 // freshnessTimeout bounds how long a request waits for the cache to reach a
 // requested revision.
 const freshnessTimeout = 3 * time.Second
+
+// progressRetry is how often a waiting request repeats its progress request.
+const progressRetry = 50 * time.Millisecond
 
 // listPageSize is the storage page size used to (re)load the cache.
 const listPageSize = 5000
@@ -132,7 +134,10 @@ func (c *cache) list(p Predicate) ([]runtime.Object, int64) {
 func (c *cache) waitFor(ctx context.Context, rv int64) error {
 	deadline := c.s.cfg.Clock.NewTimer(freshnessTimeout)
 	defer deadline.Stop()
-	asked := false
+	// etcd answers a progress request only when every watch on the stream
+	// has caught up, and drops it otherwise: ask again while waiting.
+	retry := c.s.cfg.Clock.NewTicker(progressRetry)
+	defer retry.Stop()
 	for {
 		c.mu.RLock()
 		ready, cur, ch := c.ready, c.rv, c.rvCh
@@ -140,12 +145,12 @@ func (c *cache) waitFor(ctx context.Context, rv int64) error {
 		if ready && cur >= rv {
 			return nil
 		}
-		if ready && !asked {
+		if ready {
 			c.requestProgress()
-			asked = true
 		}
 		select {
 		case <-ch:
+		case <-retry.C():
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C():
@@ -604,6 +609,3 @@ func (s *Store) Watch(ctx context.Context, p Predicate, opts WatchOptions) ([]Ev
 	c.addLocked(w)
 	return initial, c.rv, w, nil
 }
-
-// keyName returns the last path element of a key.
-func keyName(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }

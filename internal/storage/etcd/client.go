@@ -59,7 +59,7 @@ func Dial(ctx context.Context, cfg ExternalConfig) (*clientv3.Client, error) {
 		DialKeepAliveTime:    30 * time.Second,
 		DialKeepAliveTimeout: 10 * time.Second,
 		PermitWithoutStream:  true,
-		Logger:               newZapLogger(cfg.Logger.With("component", "etcd-client"), slog.LevelWarn),
+		Logger:               newZapLogger(cfg.Logger.With("component", "etcd-client"), slog.LevelWarn, nil),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", strings.Join(cfg.Endpoints, ","), err)

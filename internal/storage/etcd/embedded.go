@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
 	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
+	"go.uber.org/zap"
 )
 
 // EmbeddedConfig configures an etcd member that runs inside the nodeplane
@@ -70,7 +72,8 @@ type EmbeddedConfig struct {
 	HeartbeatInterval time.Duration
 	// ElectionTimeout (etcd --election-timeout) must be at least 5
 	// heartbeats; a follower that hears no leader for this long starts an
-	// election. Default 1s.
+	// election. A single member also waits up to this long to elect itself
+	// when it starts. Default 1s.
 	ElectionTimeout time.Duration
 
 	// QuotaBackendBytes is the database size at which etcd raises a NOSPACE
@@ -91,10 +94,14 @@ type EmbeddedConfig struct {
 	// WatchProgressNotifyInterval is how often a quiet watch that asked for
 	// progress (storage.WatchOptions.ProgressNotify) gets an EventProgress.
 	// Default 5s; etcd's own default of 10 minutes is too coarse to tell a
-	// quiet store from a stalled one.
+	// quiet store from a stalled one. etcd keeps this in a process-wide
+	// variable: with several members in one process, the member whose
+	// client or watch server was created last sets it for all.
 	WatchProgressNotifyInterval time.Duration
-	// UnsafeNoFsync skips fsync of the WAL and database: a crash can lose or
-	// corrupt data. For tests and simulations only.
+	// UnsafeNoFsync skips fsync of the WAL and database: an OS crash or
+	// power loss can lose acknowledged writes or corrupt the member (a
+	// process crash cannot: writes reach the OS first). Only for data that
+	// can be rebuilt: tests, simulations, soft state such as leases.
 	UnsafeNoFsync bool
 }
 
@@ -162,6 +169,8 @@ func (c EmbeddedConfig) validate() error {
 		errs = append(errs, fmt.Errorf("peer URL: %w", err))
 	} else if u.Scheme != "http" {
 		errs = append(errs, fmt.Errorf("peer URL %s: only http is supported", c.PeerURL))
+	} else if c.InitialCluster != "" && u.Port() == "0" {
+		errs = append(errs, fmt.Errorf("peer URL %s: a member of a multi-member cluster needs the fixed port named in the initial cluster", c.PeerURL))
 	}
 	if c.ClientURL != "" {
 		u, err := parseListenURL(c.ClientURL)
@@ -197,6 +206,7 @@ func parseListenURL(raw string) (*url.URL, error) {
 
 // Embedded is a running etcd member.
 type Embedded struct {
+	closing   *atomic.Bool // demotes etcd's log entries while closing
 	etcd      *embed.Etcd
 	client    *clientv3.Client
 	kv        pb.KVClient // raw in-process KV API for Store writes
@@ -222,12 +232,18 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 		return nil, fmt.Errorf("embedded etcd data dir: %w", err)
 	}
 
+	// etcd reports the teardown of its own listeners as warnings and
+	// errors; Close sets closing so that they are logged at debug level.
+	closing := new(atomic.Bool)
+	attrs := []slog.Attr{slog.String("component", "etcd"), slog.String("member", cfg.Name)}
+	zl := newZapLogger(slog.New(cfg.Logger.Handler().WithAttrs(attrs)), cfg.LogLevel, closing)
+
 	var e *embed.Etcd
 	var peerURL, clientURL string
 	for attempt := 1; ; attempt++ {
 		var picked bool
 		var ecfg *embed.Config
-		ecfg, peerURL, clientURL, picked, err = cfg.etcdConfig()
+		ecfg, peerURL, clientURL, picked, err = cfg.etcdConfig(zl)
 		if err != nil {
 			return nil, fmt.Errorf("embedded etcd config: %w", err)
 		}
@@ -241,6 +257,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	}
 	defer func() {
 		if err != nil {
+			closing.Store(true)
 			e.Close()
 		}
 	}()
@@ -255,6 +272,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 		return nil, fmt.Errorf("start embedded etcd in %s: waiting for the cluster: %w", cfg.Dir, ctx.Err())
 	}
 	return &Embedded{
+		closing:   closing,
 		etcd:      e,
 		client:    v3client.New(e.Server),
 		kv:        adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(e.Server)),
@@ -265,14 +283,15 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 
 // etcdConfig translates cfg into etcd's configuration, picking a free
 // loopback port for every URL with port 0 (picked reports whether it did).
-func (c EmbeddedConfig) etcdConfig() (ecfg *embed.Config, peerURL, clientURL string, picked bool, err error) {
+func (c EmbeddedConfig) etcdConfig(logger *zap.Logger) (ecfg *embed.Config, peerURL, clientURL string, picked bool, err error) {
 	ecfg = embed.NewConfig()
 	ecfg.Name = c.Name
 	ecfg.Dir = c.Dir
 	ecfg.LogLevel = "warn" // unused: ZapLoggerBuilder decides
-	attrs := []slog.Attr{slog.String("component", "etcd"), slog.String("member", c.Name)}
-	zl := newZapLogger(slog.New(c.Logger.Handler().WithAttrs(attrs)), c.LogLevel)
-	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zl)
+	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
+	// No etcd users or roles: nodeplane authenticates its own clients, and
+	// the client listener, if any, authenticates by certificate.
+	ecfg.AuthToken = ""
 
 	peer, pickedPeer, err := resolvePort(c.PeerURL)
 	if err != nil {
@@ -364,6 +383,7 @@ func (m *Embedded) Err() <-chan error { return m.etcd.Err() }
 // safe to call more than once.
 func (m *Embedded) Close() {
 	m.closeOnce.Do(func() {
+		m.closing.Store(true)
 		// The in-process client's Close only reports its own cancellation.
 		_ = m.client.Close()
 		m.etcd.Close()

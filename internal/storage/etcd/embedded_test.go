@@ -3,11 +3,13 @@ package etcd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -25,6 +27,7 @@ func TestStartEmbeddedRejectsInvalidConfig(t *testing.T) {
 		{"an https peer URL", EmbeddedConfig{Dir: "d", PeerURL: "https://127.0.0.1:0"}, "only http"},
 		{"an https client URL without a certificate", EmbeddedConfig{Dir: "d", ClientURL: "https://127.0.0.1:0"}, "certificate and key"},
 		{"TLS files for a plain http client URL", EmbeddedConfig{Dir: "d", ClientURL: "http://127.0.0.1:0", ClientCAFile: "ca.pem"}, "without an https client URL"},
+		{"a cluster member without a fixed peer port", EmbeddedConfig{Dir: "d", InitialCluster: "a=http://127.0.0.1:2380,b=http://127.0.0.1:2381"}, "fixed port"},
 		{"a certificate without its key", EmbeddedConfig{Dir: "d", ClientURL: "https://127.0.0.1:0", ClientCertFile: "c.pem"}, "given together"},
 	}
 	for _, tt := range tests {
@@ -87,6 +90,20 @@ func TestStartEmbeddedReleasesEverythingWhenTheClusterNeverForms(t *testing.T) {
 	l.Close()
 }
 
+func TestStartEmbeddedOnATakenPortFailsWithEADDRINUSE(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// StartEmbedded retries ports it picked itself on this error; a port
+	// the caller chose is reported.
+	_, err = StartEmbedded(t.Context(), EmbeddedConfig{Dir: t.TempDir(), Logger: testLogger(t), PeerURL: "http://" + l.Addr().String()})
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("StartEmbedded on a taken port = %v, want EADDRINUSE", err)
+	}
+}
+
 func TestEmbeddedMemberWithoutClientURLListensOnlyForPeers(t *testing.T) {
 	m := startMember(t, EmbeddedConfig{})
 	if m.ClientURL() != "" || len(m.etcd.Clients) != 0 {
@@ -99,11 +116,15 @@ func TestEmbeddedMemberWithoutClientURLListensOnlyForPeers(t *testing.T) {
 
 func TestEmbeddedMemberLogsThroughSlog(t *testing.T) {
 	var buf syncBuffer
-	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	m := startMember(t, EmbeddedConfig{Logger: logger, LogLevel: slog.LevelInfo})
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := startMember(t, EmbeddedConfig{Logger: logger, LogLevel: slog.LevelDebug})
 	m.Close()
 	out := buf.String()
-	for _, want := range []string{"component=etcd", "member=nodeplane", `msg="closing etcd server"`} {
+	for _, want := range []string{
+		`level=INFO msg="starting an etcd server" component=etcd member=nodeplane`,
+		// Shutdown is logged, but never above debug level.
+		`level=DEBUG msg="closing etcd server"`,
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log output lacks %s:\n%s", want, out)
 		}
@@ -115,8 +136,8 @@ func TestEmbeddedMemberLogsOnlyFromLogLevel(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := startMember(t, EmbeddedConfig{Logger: logger})
 	m.Close()
-	if strings.Contains(buf.String(), "level=INFO") {
-		t.Errorf("info entries logged at the default warn level:\n%s", buf.String())
+	if out := buf.String(); strings.Contains(out, "level=INFO") || strings.Contains(out, "level=DEBUG") || strings.Contains(out, "level=ERROR") {
+		t.Errorf("entries below the default warn level, or shutdown errors, were logged:\n%s", out)
 	}
 }
 

@@ -35,6 +35,11 @@ func startMember(t testing.TB, cfg EmbeddedConfig) *Embedded {
 	if cfg.WatchProgressNotifyInterval == 0 {
 		cfg.WatchProgressNotifyInterval = testProgressInterval
 	}
+	if cfg.HeartbeatInterval == 0 && cfg.InitialCluster == "" {
+		// A single member elects itself within one election timeout of
+		// starting; keep that short.
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m, err := StartEmbedded(ctx, cfg)
@@ -193,4 +198,63 @@ func stopLeader(t *testing.T, members []*Embedded) string {
 	}
 	t.Fatal("no member is the leader")
 	return ""
+}
+
+func TestNewRejectsIncompleteConfig(t *testing.T) {
+	m := startMember(t, EmbeddedConfig{})
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"a config without a client", Config{}, "no client"},
+		{"an in-process client without its KV", Config{Client: m.Client()}, "StoreConfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRequestProgressReachesEveryWatchOnceCaughtUp(t *testing.T) {
+	// Periodic notifications are an hour away: whatever arrives was requested.
+	m := startMember(t, EmbeddedConfig{WatchProgressNotifyInterval: time.Hour})
+	s := newTestStore(t, m)
+	rev, err := s.Create(t.Context(), "/progress/k", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watches []<-chan storage.Event
+	for _, opts := range []storage.WatchOptions{{}, {ProgressNotify: true}, {FromRevision: rev, ProgressNotify: true}} {
+		ch, err := s.Watch(t.Context(), "/progress/", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, ch)
+	}
+	// etcd answers only once every watch on the stream has caught up (it
+	// checks every 100ms), so ask until each watch has its answer.
+	ticker := time.NewTicker(50 * time.Millisecond)
+	defer ticker.Stop()
+	timeout := time.After(5 * time.Second)
+	for i, ch := range watches {
+		for got := false; !got; {
+			if err := s.RequestProgress(t.Context()); err != nil {
+				t.Fatalf("RequestProgress = %v", err)
+			}
+			select {
+			case ev := <-ch:
+				if ev.Type != storage.EventProgress || ev.Revision < rev {
+					t.Errorf("watch %d: got %+v, want progress at >= %d", i, ev, rev)
+				}
+				got = true
+			case <-ticker.C:
+			case <-timeout:
+				t.Fatalf("watch %d: no progress within 5s of asking", i)
+			}
+		}
+	}
 }

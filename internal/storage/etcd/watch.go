@@ -40,13 +40,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 		}
 		from = resp.Header.Revision
 	}
-	// etcd sends progress notifications only to watchers whose start
-	// revision is not ahead of the store, so a progress watch starts at
-	// from itself and drops the events of that revision.
-	start := from + 1
-	if opts.ProgressNotify {
-		start = from
-	}
+	// etcd answers progress requests (periodic or RequestProgress) on a
+	// stream only while no watcher on it starts ahead of the store, so
+	// every watch starts at from itself and drops the events of from.
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watch{
 		store:    s,
@@ -56,6 +52,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 		ctx:      ctx,
 		out:      make(chan storage.Event, watchBuffer),
 	}
+	start := from
 	etcdEvents := w.start(start)
 	go func() {
 		defer cancel()
@@ -81,9 +78,16 @@ func (w *watch) start(start int64) clientv3.WatchChan {
 	if w.progress {
 		opts = append(opts, clientv3.WithProgressNotify())
 	}
-	// WithRequireLeader makes a member that loses its leader cancel the
-	// watch instead of letting it go silently stale.
-	return w.store.watcher.Watch(clientv3.WithRequireLeader(w.ctx), w.prefix, opts...)
+	return w.store.watcher.Watch(watchContext(w.ctx), w.prefix, opts...)
+}
+
+// watchContext marks ctx for etcd watches: WithRequireLeader makes a member
+// that loses its leader cancel the watch instead of letting it go silently
+// stale. clientv3 multiplexes the watches whose contexts carry the same
+// metadata onto one stream, and RequestProgress reaches only the stream of
+// its own context's metadata, so it must use this too.
+func watchContext(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(ctx)
 }
 
 func (w *watch) run(etcdEvents clientv3.WatchChan, start int64) {
@@ -96,8 +100,8 @@ func (w *watch) run(etcdEvents clientv3.WatchChan, start int64) {
 			return
 		}
 		if start == w.from && resp.CompactRevision == w.from+1 {
-			// Compacted exactly at from+1: what was asked for is intact,
-			// only the progress trick reached one revision too far. Watch
+			// Compacted exactly at from+1: what was asked for is intact;
+			// only starting at from reached one revision too far. Watch
 			// from from+1; progress resumes after the next write.
 			start = w.from + 1
 			etcdEvents = w.start(start)

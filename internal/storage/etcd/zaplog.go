@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -12,24 +13,33 @@ import (
 
 // newZapLogger returns a zap logger, as the etcd server and client require,
 // that writes every entry at minLevel or above to logger. etcd's field names
-// (kebab-case) are kept as they are.
-func newZapLogger(logger *slog.Logger, minLevel slog.Leveler) *zap.Logger {
-	return zap.New(&slogCore{handler: logger.Handler(), minLevel: minLevel})
+// (kebab-case) are kept as they are. While demote is set (it may be nil),
+// every entry is logged at debug level.
+func newZapLogger(logger *slog.Logger, minLevel slog.Leveler, demote *atomic.Bool) *zap.Logger {
+	return zap.New(&slogCore{handler: logger.Handler(), minLevel: minLevel, demote: demote})
 }
 
 // slogCore is a zapcore.Core over a slog.Handler.
 type slogCore struct {
 	handler  slog.Handler
 	minLevel slog.Leveler
+	demote   *atomic.Bool
+}
+
+func (c *slogCore) level(level zapcore.Level) slog.Level {
+	if c.demote != nil && c.demote.Load() {
+		return slog.LevelDebug
+	}
+	return slogLevel(level)
 }
 
 func (c *slogCore) Enabled(level zapcore.Level) bool {
-	l := slogLevel(level)
+	l := c.level(level)
 	return l >= c.minLevel.Level() && c.handler.Enabled(context.Background(), l)
 }
 
 func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
-	return &slogCore{handler: c.handler.WithAttrs(toAttrs(fields)), minLevel: c.minLevel}
+	return &slogCore{handler: c.handler.WithAttrs(toAttrs(fields)), minLevel: c.minLevel, demote: c.demote}
 }
 
 func (c *slogCore) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -40,7 +50,7 @@ func (c *slogCore) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *za
 }
 
 func (c *slogCore) Write(entry zapcore.Entry, fields []zapcore.Field) error {
-	r := slog.NewRecord(entry.Time, slogLevel(entry.Level), entry.Message, 0)
+	r := slog.NewRecord(entry.Time, c.level(entry.Level), entry.Message, 0)
 	if entry.LoggerName != "" {
 		r.AddAttrs(slog.String("logger", entry.LoggerName))
 	}

@@ -1,0 +1,273 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/storage"
+	"github.com/nodeplane/nodeplane/internal/storage/etcd"
+)
+
+// These tests run the store and its watch cache against a real embedded
+// etcd member. Waits are bounded polls on the cache's revision, never sleeps.
+
+func newEtcd(t *testing.T) storage.Interface {
+	t.Helper()
+	cfg := etcd.DefaultEmbeddedConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := etcd.StartEmbedded(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	st, err := etcd.New(m.StoreConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func podFields(obj runtime.Object) fields.Set {
+	p := obj.(*corev1.Pod)
+	return fields.Set{"metadata.name": p.Name, "metadata.namespace": p.Namespace, "spec.nodeName": p.Spec.NodeName}
+}
+
+func newPodStore(t *testing.T, backing storage.Interface, history, buffer int) *Store {
+	t.Helper()
+	s, err := New(Config{
+		Storage:       backing,
+		Prefix:        "/registry/pods",
+		Resource:      schema.GroupResource{Resource: "pods"},
+		GVK:           corev1.SchemeGroupVersion.WithKind("Pod"),
+		Namespaced:    true,
+		NewFunc:       func() runtime.Object { return &corev1.Pod{} },
+		Codec:         protobuf.NewSerializer(scheme.Scheme, scheme.Scheme),
+		Fields:        podFields,
+		IndexedFields: []string{"spec.nodeName"},
+		HistorySize:   history,
+		WatcherBuffer: buffer,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Run(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("cache not ready")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return s
+}
+
+func pod(name, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
+}
+
+func mustCreate(t *testing.T, s *Store, obj runtime.Object) int64 {
+	t.Helper()
+	out, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, _ := ObjectRV(out)
+	return rv
+}
+
+// waitCache blocks until the cache reflects rv.
+func waitCache(t *testing.T, s *Store, rv int64) {
+	t.Helper()
+	if err := s.cache.waitFor(context.Background(), rv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func recv(t *testing.T, w *Watcher) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.Events():
+		if !ok {
+			t.Fatalf("watch closed: %v", w.Err())
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return Event{}
+}
+
+func TestWatchReplaysHistoryAfterAResourceVersion(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 100, 100)
+	rv1 := mustCreate(t, s, pod("a", "n1"))
+	mustCreate(t, s, pod("b", "n2"))
+	last := mustCreate(t, s, pod("c", "n1"))
+	waitCache(t, s, last)
+
+	initial, _, w, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: rv1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if len(initial) != 2 || initial[0].Object.(*corev1.Pod).Name != "b" || initial[1].Object.(*corev1.Pod).Name != "c" {
+		t.Fatalf("replayed %d events, want b and c: %+v", len(initial), initial)
+	}
+	for _, ev := range initial {
+		if ev.Type != watch.Added {
+			t.Errorf("replayed %s, want ADDED", ev.Type)
+		}
+	}
+}
+
+func TestAnIndexedWatcherSeesOnlyItsNode(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 100, 100)
+	_, _, w, err := s.Watch(context.Background(), Predicate{Field: fields.OneTermEqualSelector("spec.nodeName", "n1")}, WatchOptions{FromRV: s.CacheRV()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if w.indexField != "spec.nodeName" || w.indexValue != "n1" {
+		t.Fatalf("watcher not indexed: %q=%q", w.indexField, w.indexValue)
+	}
+	mustCreate(t, s, pod("other", "n2"))
+	mustCreate(t, s, pod("mine", "n1"))
+	if ev := recv(t, w); ev.Type != watch.Added || ev.Object.(*corev1.Pod).Name != "mine" {
+		t.Fatalf("got %s %v, want ADDED mine", ev.Type, ev.Object)
+	}
+}
+
+func TestAPodMovingOffTheWatchedNodeIsSeenAsDeleted(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 100, 100)
+	created, err := s.Create(context.Background(), pod("p", "n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, _ := ObjectRV(created)
+	waitCache(t, s, rv)
+	_, _, w, err := s.Watch(context.Background(), Predicate{Field: fields.OneTermEqualSelector("spec.nodeName", "n1")}, WatchOptions{FromRV: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	moved := created.(*corev1.Pod).DeepCopy()
+	moved.Spec.NodeName = "n2"
+	out, err := s.Update(context.Background(), moved, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRV, _ := ObjectRV(out)
+	ev := recv(t, w)
+	if ev.Type != watch.Deleted || ev.RV != newRV {
+		t.Fatalf("got %s at %d, want DELETED at %d", ev.Type, ev.RV, newRV)
+	}
+	if got, _ := ObjectRV(ev.Object); got != newRV {
+		t.Errorf("deleted object carries rv %d, want %d", got, newRV)
+	}
+}
+
+func TestAWatcherThatFallsBehindIsClosedAndOthersContinue(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 100, 2)
+	_, _, slow, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: s.CacheRV()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for i := 0; i < 5; i++ {
+		last = mustCreate(t, s, pod(fmt.Sprintf("p%d", i), "n1"))
+	}
+	waitCache(t, s, last)
+	n := 0
+	for range slow.Events() {
+		n++
+	}
+	if n != 2 || !errors.Is(slow.Err(), ErrExpired) {
+		t.Fatalf("slow watcher got %d events and err %v, want 2 then ErrExpired", n, slow.Err())
+	}
+	// A fresh watcher resuming from the last delivered revision still works.
+	_, _, w, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	mustCreate(t, s, pod("after", "n1"))
+	if ev := recv(t, w); ev.Object.(*corev1.Pod).Name != "after" {
+		t.Fatalf("got %v", ev.Object)
+	}
+}
+
+func TestResumingOlderThanTheHistoryWindowIsExpired(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 3, 100)
+	first := mustCreate(t, s, pod("p0", ""))
+	var last int64
+	for i := 1; i < 8; i++ {
+		last = mustCreate(t, s, pod(fmt.Sprintf("p%d", i), ""))
+	}
+	waitCache(t, s, last)
+	if _, _, _, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: first}); !errors.Is(err, ErrExpired) {
+		t.Fatalf("watch from %d: err %v, want ErrExpired", first, err)
+	}
+	initial, _, w, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: last - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	if len(initial) != 1 {
+		t.Errorf("replayed %d events from inside the window, want 1", len(initial))
+	}
+}
+
+func TestACacheOfAQuietResourceCatchesUpToTheStoreRevision(t *testing.T) {
+	backing := newEtcd(t)
+	s := newPodStore(t, backing, 100, 100)
+	leases, err := New(Config{
+		Storage: backing, Prefix: "/registry/leases", Resource: schema.GroupResource{Resource: "leases"},
+		GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Namespaced: true,
+		NewFunc: func() runtime.Object { return &coordinationv1.Lease{} },
+		Codec:   protobuf.NewSerializer(scheme.Scheme, scheme.Scheme),
+		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes to leases move the store revision while pods stay quiet.
+	var rv int64
+	for i := 0; i < 3; i++ {
+		out, err := leases.Create(context.Background(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l%d", i), Namespace: "default"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv, _ = ObjectRV(out)
+	}
+	start := time.Now()
+	page, err := s.ListFromCache(context.Background(), Predicate{}, rv)
+	if err != nil {
+		t.Fatalf("list at revision %d: %v", rv, err)
+	}
+	if page.RV < rv {
+		t.Errorf("cache served revision %d, want >= %d", page.RV, rv)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("catching up took %v; a progress request should make it quick", took)
+	}
+}
