@@ -81,21 +81,25 @@ func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionK
 }
 
 func decodeBytes(w http.ResponseWriter, body []byte, info runtime.SerializerInfo, gvk schema.GroupVersionKind, newFn func() runtime.Object, fieldValidation string) (runtime.Object, error) {
+	decoder := info.Serializer
 	if fieldValidation != "Ignore" && info.StrictSerializer != nil {
-		_, _, err := info.StrictSerializer.Decode(body, &gvk, newFn())
-		if err != nil && runtime.IsStrictDecodingError(err) {
-			if fieldValidation == "Strict" {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-			var sde interface{ Errors() []error }
-			if errors.As(err, &sde) {
-				for _, e := range sde.Errors() {
-					w.Header().Add("Warning", fmt.Sprintf("299 - %q", e.Error()))
-				}
+		decoder = info.StrictSerializer
+	}
+	// The strict decoder returns the decoded object together with its
+	// strict-decoding error (unknown or duplicate fields), so one pass does.
+	obj, got, err := decoder.Decode(body, &gvk, newFn())
+	if err != nil && runtime.IsStrictDecodingError(err) {
+		if fieldValidation == "Strict" {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		var sde interface{ Errors() []error }
+		if errors.As(err, &sde) {
+			for _, e := range sde.Errors() {
+				w.Header().Add("Warning", fmt.Sprintf("299 - %q", e.Error()))
 			}
 		}
+		err = nil
 	}
-	obj, got, err := info.Serializer.Decode(body, &gvk, newFn())
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("decode request body: %v", err))
 	}

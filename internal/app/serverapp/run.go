@@ -155,10 +155,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		authenticator = append(authenticator, tokens)
 	}
 
-	var shuttingDown atomic.Bool
+	// started turns true once the system namespaces exist: until then a
+	// client that trusts /readyz could find "default" missing.
+	var started, shuttingDown atomic.Bool
 	mux := http.NewServeMux()
 	health := func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/readyz" {
+			if !started.Load() {
+				http.Error(w, "starting: system namespaces not created yet", http.StatusServiceUnavailable)
+				return
+			}
 			if shuttingDown.Load() {
 				http.Error(w, "shutting down", http.StatusServiceUnavailable)
 				return
@@ -219,6 +225,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		shutdown(srv, api, o.ShutdownTimeout, log)
 		return err
 	}
+	started.Store(true)
 	log.Info("nodeplane server ready", "url", url, "kubeconfig", kubeconfig, "startup", cfg.Clock.Since(start).Round(time.Millisecond))
 	if cfg.Ready != nil {
 		cfg.Ready(url)
@@ -327,23 +334,40 @@ func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfi
 		}
 		return out, func() {}, nil
 	}
+	// The two members elect themselves independently: start them together.
+	type started struct {
+		m   *etcd.Embedded
+		err error
+	}
+	softCh := make(chan started, 1)
+	if !o.DurableLeases {
+		go func() {
+			m, err := startSoftMember(ctx, filepath.Join(o.DataDir, leaseEtcdDir), log)
+			softCh <- started{m, err}
+		}()
+	} else {
+		close(softCh)
+	}
 	ecfg := etcd.DefaultEmbeddedConfig()
 	ecfg.Dir = filepath.Join(o.DataDir, etcdDir)
 	ecfg.Logger = log
 	member, err := etcd.StartEmbedded(ctx, ecfg)
+	soft, softStarted := <-softCh
+	if softStarted && soft.m != nil {
+		closers = append(closers, soft.m.Close)
+	}
 	if err != nil {
+		closeAll()
 		return out, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	closers = append(closers, member.Close)
 	out.main = member.StoreConfig()
-	if !o.DurableLeases {
-		soft, err := startSoftMember(ctx, filepath.Join(o.DataDir, leaseEtcdDir), log)
-		if err != nil {
+	if softStarted {
+		if soft.err != nil {
 			closeAll()
-			return out, nil, err
+			return out, nil, soft.err
 		}
-		closers = append(closers, soft.Close)
-		out.overrides[leasesResource] = soft.StoreConfig()
+		out.overrides[leasesResource] = soft.m.StoreConfig()
 	}
 	return out, closeAll, nil
 }
