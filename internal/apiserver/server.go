@@ -38,7 +38,7 @@ type Config struct {
 	// StorageOverrides stores some resources elsewhere (e.g. leases in a
 	// soft-state etcd member); others use Storage.
 	StorageOverrides map[schema.GroupResource]storage.Interface
-	Resources []*registry.Resource
+	Resources        []*registry.Resource
 	// Admission plugins run on create and update of the main resource, in order.
 	Admission []admission.Plugin
 	Version   version.Info
@@ -53,6 +53,8 @@ type Config struct {
 	MinWatchTimeout time.Duration
 	// HistorySize is the watch cache history per resource (default 10000).
 	HistorySize int
+	// EventTTL removes events this long after their last update (0: never).
+	EventTTL time.Duration
 }
 
 // Server is the API handler.
@@ -169,6 +171,15 @@ func New(cfg Config) (*Server, error) {
 // Run starts the watch caches and blocks until ctx ends.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.runNamespaces(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.runEventTTL(ctx)
+	}()
 	for _, st := range s.stores {
 		wg.Add(1)
 		go func() {

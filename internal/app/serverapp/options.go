@@ -41,6 +41,7 @@ type Options struct {
 	CompactionInterval time.Duration
 	ShutdownTimeout    time.Duration
 	BookmarkInterval   time.Duration
+	EventTTL           time.Duration
 	Logging            logging.Options
 }
 
@@ -54,6 +55,7 @@ func DefaultOptions() Options {
 		CompactionInterval:                  5 * time.Minute,
 		ShutdownTimeout:                     30 * time.Second,
 		BookmarkInterval:                    time.Minute,
+		EventTTL:                            time.Hour,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
 	}
 }
@@ -73,6 +75,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", o.DefaultNotReadyTolerationSeconds, "tolerationSeconds of the not-ready:NoExecute toleration added to every pod that has none")
 	fs.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", o.DefaultUnreachableTolerationSeconds, "tolerationSeconds of the unreachable:NoExecute toleration added to every pod that has none")
 	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "How often storage history older than one interval is compacted; 0 disables compaction")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often a watch that allows bookmarks receives one")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a stop waits for in-flight requests to finish")
 	fs.StringVar(&o.Logging.Level, "log-level", o.Logging.Level, "Log level: debug, info, warn or error")
@@ -95,6 +98,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DefaultUnreachableTolerationSeconds < 0 {
 		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds must be >= 0, got %d", o.DefaultUnreachableTolerationSeconds))
+	}
+	if o.EventTTL < 0 {
+		errs = append(errs, fmt.Errorf("--event-ttl must be >= 0, got %v", o.EventTTL))
 	}
 	if o.BookmarkInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--watch-bookmark-interval must be > 0, got %v", o.BookmarkInterval))

@@ -129,6 +129,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Metrics: apiserver.NewMetrics(reg),
 
 		BookmarkInterval: o.BookmarkInterval,
+		EventTTL:         o.EventTTL,
 	})
 	if err != nil {
 		return err
