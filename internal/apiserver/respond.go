@@ -16,7 +16,9 @@ import (
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
-var statusGVK = metav1.SchemeGroupVersion.WithKind("Status")
+// statusGVK: Status is an unversioned kind; kube-apiserver always sends it
+// as apiVersion v1, whatever the group of the request.
+var statusGVK = metav1.Unversioned.WithKind("Status")
 
 // toStatus turns any error into the metav1.Status the client receives.
 // gr and name give context to storage errors.

@@ -66,8 +66,11 @@ type Server struct {
 	namespaces *resourceHandler
 	// stopping is closed when the server stops: long-running requests end.
 	stopping chan struct{}
-	stopOnce sync.Once
-	watches  sync.WaitGroup
+	// watchMu orders watch registration against Stop (WaitGroup.Add must
+	// not race Wait).
+	watchMu sync.Mutex
+	stopped bool
+	watches sync.WaitGroup
 	stores   []*store.Store
 }
 
@@ -207,8 +210,24 @@ func (s *Server) Ready() error {
 
 // Stop ends every open watch cleanly and waits for them to finish writing.
 func (s *Server) Stop() {
-	s.stopOnce.Do(func() { close(s.stopping) })
+	s.watchMu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.stopping)
+	}
+	s.watchMu.Unlock()
 	s.watches.Wait()
+}
+
+// beginWatch registers a long-running watch; false once the server stops.
+func (s *Server) beginWatch() bool {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.stopped {
+		return false
+	}
+	s.watches.Add(1)
+	return true
 }
 
 func (s *Server) isNamespaced(group, ver, resource string) bool {

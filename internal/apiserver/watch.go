@@ -99,7 +99,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 		return
 	}
 	defer watcher.Stop()
-	h.s.watches.Add(1)
+	if !h.s.beginWatch() {
+		writeStatus(w, r, statusOf(apierrors.NewServiceUnavailable("the server is shutting down")))
+		return
+	}
 	defer h.s.watches.Done()
 	if h.s.cfg.Metrics != nil {
 		h.s.cfg.Metrics.watchStarted(h.r)

@@ -174,16 +174,29 @@ func (c *cache) run(ctx context.Context) {
 	log := c.s.cfg.Logger.With("resource", c.s.cfg.Resource.String())
 	go c.progressLoop(ctx)
 	backoff := 100 * time.Millisecond
+	loaded := false
 	for ctx.Err() == nil {
-		rev, err := c.load(ctx)
-		if err == nil {
-			backoff = 100 * time.Millisecond
-			err = c.follow(ctx, rev)
+		var err error
+		if !loaded {
+			var rev int64
+			if rev, err = c.load(ctx); err == nil {
+				loaded = true
+				backoff = 100 * time.Millisecond
+				err = c.follow(ctx, rev)
+			}
+		} else {
+			// A broken storage watch (a member lost its leader, a network
+			// blip) resumes from the last applied revision: watchers keep
+			// going. Only a compacted revision forces a reload.
+			err = c.follow(ctx, c.currentRV())
+		}
+		if errors.Is(err, storage.ErrCompacted) {
+			loaded = false
 		}
 		if ctx.Err() != nil {
 			break
 		}
-		log.Warn("watch cache restarting", "err", err)
+		log.Warn("watch cache resuming", "err", err, "reload", !loaded)
 		select {
 		case <-ctx.Done():
 		case <-c.s.cfg.Clock.After(backoff):

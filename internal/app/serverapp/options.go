@@ -40,6 +40,7 @@ type Options struct {
 
 	CompactionInterval time.Duration
 	ShutdownTimeout    time.Duration
+	ShutdownDelay      time.Duration
 	BookmarkInterval   time.Duration
 	EventTTL           time.Duration
 	Logging            logging.Options
@@ -77,6 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "How often storage history older than one interval is compacted; 0 disables compaction")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often a watch that allows bookmarks receives one")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, keep serving this long with /readyz failing so load balancers stop sending requests before the listener closes")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a stop waits for in-flight requests to finish")
 	fs.StringVar(&o.Logging.Level, "log-level", o.Logging.Level, "Log level: debug, info, warn or error")
 	fs.StringVar(&o.Logging.Format, "log-format", o.Logging.Format, "Log format: text or json")
@@ -98,6 +100,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DefaultUnreachableTolerationSeconds < 0 {
 		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds must be >= 0, got %d", o.DefaultUnreachableTolerationSeconds))
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay-duration must be >= 0, got %v", o.ShutdownDelay))
 	}
 	if o.EventTTL < 0 {
 		errs = append(errs, fmt.Errorf("--event-ttl must be >= 0, got %v", o.EventTTL))

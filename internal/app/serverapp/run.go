@@ -238,15 +238,33 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	shuttingDown.Store(true)
+	if o.ShutdownDelay > 0 {
+		<-cfg.Clock.After(o.ShutdownDelay)
+	}
 	shutdown(srv, api, o.ShutdownTimeout, log)
 	return nil
 }
 
-// shutdown ends watches, then lets in-flight requests finish.
+// shutdown ends watches, then lets in-flight requests finish, all within
+// timeout; past it, every connection is closed.
 func shutdown(srv *http.Server, api *apiserver.Server, timeout time.Duration, log *slog.Logger) {
-	api.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	watchesEnded := make(chan struct{})
+	go func() {
+		defer close(watchesEnded)
+		api.Stop()
+	}()
+	select {
+	case <-watchesEnded:
+	case <-ctx.Done():
+		// A watch whose client stopped reading is stuck writing to it;
+		// closing the connections ends the write and the watch.
+		log.Warn("watches did not end in time; closing connections", "timeout", timeout)
+		_ = srv.Close()
+		<-watchesEnded
+		return
+	}
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown did not finish in time", "err", err)
 		_ = srv.Close()
@@ -318,6 +336,7 @@ func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfi
 			if err != nil {
 				return etcd.Config{}, fmt.Errorf("%s: %w", flag, err)
 			}
+			closers = append(closers, func() { _ = client.Close() })
 			return etcd.Config{Client: client}, nil
 		}
 		main, err := dial("--etcd-servers", o.EtcdServer)
@@ -329,11 +348,12 @@ func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfi
 			gr, urls, _ := parseOverride(ov)
 			c, err := dial("--etcd-servers-overrides", urls)
 			if err != nil {
+				closeAll()
 				return out, nil, err
 			}
 			out.overrides[gr] = c
 		}
-		return out, func() {}, nil
+		return out, closeAll, nil
 	}
 	// The two members elect themselves independently: start them together.
 	type started struct {
