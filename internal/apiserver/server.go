@@ -71,7 +71,7 @@ type Server struct {
 	watchMu sync.Mutex
 	stopped bool
 	watches sync.WaitGroup
-	stores   []*store.Store
+	stores  []*store.Store
 }
 
 type groupInfo struct {

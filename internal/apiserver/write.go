@@ -182,6 +182,9 @@ func (h *resourceHandler) createObject(ctx context.Context, info requestInfo, ob
 	} else {
 		a.SetNamespace("")
 	}
+	if a.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
 	generated := a.GetName() == "" && a.GetGenerateName() != ""
 	now := metav1.NewTime(h.s.cfg.Clock.Now().Truncate(1e9))
 	a.SetUID(types.UID(uuid.NewString()))

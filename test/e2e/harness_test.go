@@ -8,9 +8,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,9 +84,8 @@ func startServer(t *testing.T, o serverOptions) *serverProc {
 	if o.dataDir == "" {
 		o.dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	if o.port == 0 {
-		o.port = freePort(t)
-	}
+	// Port 0 lets the server pick a free port (no race with other tests);
+	// start reads the real one from admin.kubeconfig for later restarts.
 	s := &serverProc{t: t, dataDir: o.dataDir, port: o.port, args: o.args}
 	s.start()
 	t.Cleanup(func() { s.stop() })
@@ -110,6 +111,15 @@ func (s *serverProc) start() {
 		logFile.Close()
 	}()
 	s.waitReady(60 * time.Second)
+	if s.port == 0 {
+		u, err := url.Parse(s.restConfig().Host)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if s.port, err = strconv.Atoi(u.Port()); err != nil {
+			s.t.Fatalf("port of %s: %v", u, err)
+		}
+	}
 }
 
 // waitReady polls /readyz with the admin credentials.
