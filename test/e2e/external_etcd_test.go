@@ -250,7 +250,7 @@ func TestExternalEtcdFlagErrors(t *testing.T) {
 		{
 			name: "a CA that did not sign the members' certificates is refused",
 			args: []string{"--etcd-servers=" + live, "--etcd-cafile=" + p.otherCAFile, "--etcd-certfile=" + p.clientCert, "--etcd-keyfile=" + p.clientKey},
-			want: []string{"--etcd-servers", live},
+			want: []string{"--etcd-servers", live, "TLS handshake", "certificate signed by unknown authority"},
 			// The first read to the cluster is bounded by a 5s dial timeout.
 			within: 15 * time.Second,
 		},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -68,9 +69,44 @@ func Dial(ctx context.Context, cfg ExternalConfig) (*clientv3.Client, error) {
 	defer cancel()
 	if _, err := client.Get(probeCtx, revisionProbeKey, clientv3.WithCountOnly()); err != nil {
 		_ = client.Close() // the probe error says what matters
-		return nil, annotate("reach etcd at "+strings.Join(cfg.Endpoints, ","), err)
+		err = annotate("reach etcd at "+strings.Join(cfg.Endpoints, ","), err)
+		if tlsConfig != nil {
+			// gRPC reports a refused handshake only as a timeout; say why.
+			if herr := handshakeError(cfg.Endpoints, tlsConfig, cfg.DialTimeout); herr != nil {
+				err = fmt.Errorf("%w (%v)", err, herr)
+			}
+		}
+		return nil, err
 	}
 	return client, nil
+}
+
+// handshakeError dials the endpoints with TLS and returns the first
+// handshake failure (wrong CA, a client certificate the server refuses),
+// or nil when a handshake succeeds or no endpoint answers at all.
+func handshakeError(endpoints []string, tc *tls.Config, timeout time.Duration) error {
+	for _, ep := range endpoints {
+		host := strings.TrimPrefix(strings.TrimPrefix(ep, "https://"), "http://")
+		host, _, _ = strings.Cut(host, "/")
+		cfg := tc.Clone()
+		// TLS 1.2 makes a refused client certificate fail the handshake
+		// itself rather than the first read.
+		cfg.MaxVersion = tls.VersionTLS12
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			cfg.ServerName = h
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", host, cfg)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		var netErr net.Error
+		if errors.As(err, &netErr) || strings.Contains(err.Error(), "connection refused") {
+			continue
+		}
+		return fmt.Errorf("TLS handshake with %s: %w", host, err)
+	}
+	return nil
 }
 
 // tlsConfig builds the client TLS configuration, or nil for plain http.
