@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/eventconv"
 	"github.com/nodeplane/nodeplane/internal/apiserver/printers"
 	"github.com/nodeplane/nodeplane/internal/apiserver/validation"
 )
@@ -76,64 +77,14 @@ func EventsV1(core *Resource) *Resource {
 			if !ok {
 				return nil, fmt.Errorf("expected events.k8s.io/v1 Event, got %T", obj)
 			}
-			return EventToCore(e), nil
+			return eventconv.ToCore(e), nil
 		},
 		FromStorage: func(obj runtime.Object) (runtime.Object, error) {
 			e, ok := obj.(*corev1.Event)
 			if !ok {
 				return nil, fmt.Errorf("expected v1 Event, got %T", obj)
 			}
-			return EventFromCore(e), nil
+			return eventconv.FromCore(e), nil
 		},
 	}
-}
-
-// EventToCore converts an events.k8s.io/v1 Event to its core/v1 form.
-func EventToCore(e *eventsv1.Event) *corev1.Event {
-	out := &corev1.Event{
-		ObjectMeta:          *e.ObjectMeta.DeepCopy(),
-		InvolvedObject:      e.Regarding,
-		Reason:              e.Reason,
-		Message:             e.Note,
-		Source:              e.DeprecatedSource,
-		FirstTimestamp:      e.DeprecatedFirstTimestamp,
-		LastTimestamp:       e.DeprecatedLastTimestamp,
-		Count:               e.DeprecatedCount,
-		Type:                e.Type,
-		EventTime:           e.EventTime,
-		Action:              e.Action,
-		Related:             e.Related.DeepCopy(),
-		ReportingController: e.ReportingController,
-		ReportingInstance:   e.ReportingInstance,
-	}
-	out.SetGroupVersionKind(coreV1.WithKind("Event"))
-	if e.Series != nil {
-		out.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
-	}
-	return out
-}
-
-// EventFromCore converts a core/v1 Event to its events.k8s.io/v1 form.
-func EventFromCore(e *corev1.Event) *eventsv1.Event {
-	out := &eventsv1.Event{
-		ObjectMeta:               *e.ObjectMeta.DeepCopy(),
-		EventTime:                e.EventTime,
-		ReportingController:      e.ReportingController,
-		ReportingInstance:        e.ReportingInstance,
-		Action:                   e.Action,
-		Reason:                   e.Reason,
-		Regarding:                e.InvolvedObject,
-		Related:                  e.Related.DeepCopy(),
-		Note:                     e.Message,
-		Type:                     e.Type,
-		DeprecatedSource:         e.Source,
-		DeprecatedFirstTimestamp: e.FirstTimestamp,
-		DeprecatedLastTimestamp:  e.LastTimestamp,
-		DeprecatedCount:          e.Count,
-	}
-	out.SetGroupVersionKind(eventsv1.SchemeGroupVersion.WithKind("Event"))
-	if e.Series != nil {
-		out.Series = &eventsv1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
-	}
-	return out
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/eventconv"
 )
 
 // Length limits kube puts on events.
@@ -41,7 +43,7 @@ func EventUpdate(e, old *corev1.Event) field.ErrorList {
 // both APIs): involvedObject for regarding, message for note, source,
 // firstTimestamp, lastTimestamp and count for the deprecated fields.
 func EventV1(e *eventsv1.Event) field.ErrorList {
-	ce := coreEventFromV1(e)
+	ce := eventconv.ToCore(e)
 	allErrs := legacyEvent(ce)
 	allErrs = append(allErrs, objectMeta(&ce.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metadataPath)...)
 	allErrs = append(allErrs, eventSeries(ce)...)
@@ -69,7 +71,7 @@ func EventV1(e *eventsv1.Event) field.ErrorList {
 // EventV1Update validates an events.k8s.io/v1 Event update: everything but
 // the series (and metadata) is immutable.
 func EventV1Update(e, old *eventsv1.Event) field.ErrorList {
-	ce, co := coreEventFromV1(e), coreEventFromV1(old)
+	ce, co := eventconv.ToCore(e), eventconv.ToCore(old)
 	allErrs := legacyEvent(ce)
 	allErrs = append(allErrs, objectMetaUpdate(&ce.ObjectMeta, &co.ObjectMeta, metadataPath)...)
 	if !reflect.DeepEqual(ce.Series, co.Series) {
@@ -99,31 +101,6 @@ func EventV1Update(e, old *eventsv1.Event) field.ErrorList {
 		allErrs = append(allErrs, immutable(f.new, f.old, field.NewPath(f.name))...)
 	}
 	return allErrs
-}
-
-// coreEventFromV1 maps an events.k8s.io/v1 Event onto the core/v1 shape
-// kube validates.
-func coreEventFromV1(e *eventsv1.Event) *corev1.Event {
-	ce := &corev1.Event{
-		ObjectMeta:          e.ObjectMeta,
-		InvolvedObject:      e.Regarding,
-		Reason:              e.Reason,
-		Message:             e.Note,
-		Source:              e.DeprecatedSource,
-		FirstTimestamp:      e.DeprecatedFirstTimestamp,
-		LastTimestamp:       e.DeprecatedLastTimestamp,
-		Count:               e.DeprecatedCount,
-		Type:                e.Type,
-		EventTime:           e.EventTime,
-		Related:             e.Related,
-		ReportingController: e.ReportingController,
-		ReportingInstance:   e.ReportingInstance,
-		Action:              e.Action,
-	}
-	if e.Series != nil {
-		ce.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
-	}
-	return ce
 }
 
 func eventSeries(e *corev1.Event) field.ErrorList {
