@@ -2,18 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/nodeplane/nodeplane/internal/pki/pkitest"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
 )
 
@@ -41,85 +33,12 @@ type etcdPKI struct {
 // client certificate (ECDSA P-256) under a temporary directory.
 func newEtcdPKI(t *testing.T) etcdPKI {
 	t.Helper()
-	dir := t.TempDir()
-	now := time.Now()
-	newCA := func(name string, serial int64) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-		key := newECKey(t)
-		tmpl := &x509.Certificate{
-			SerialNumber:          big.NewInt(serial),
-			Subject:               pkix.Name{CommonName: name},
-			NotBefore:             now.Add(-time.Hour),
-			NotAfter:              now.Add(24 * time.Hour),
-			IsCA:                  true,
-			BasicConstraintsValid: true,
-			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cert, key, der
-	}
-	caCert, caKey, caDER := newCA("e2e etcd CA", 1)
-	_, _, otherDER := newCA("e2e unrelated CA", 100)
-
-	p := etcdPKI{caFile: filepath.Join(dir, "ca.pem"), otherCAFile: filepath.Join(dir, "other-ca.pem")}
-	writePEMFile(t, p.caFile, "CERTIFICATE", caDER)
-	writePEMFile(t, p.otherCAFile, "CERTIFICATE", otherDER)
-
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (certFile, keyFile string, pair tls.Certificate) {
-		key := newECKey(t)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: name},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-			DNSNames:     []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-		writePEMFile(t, certFile, "CERTIFICATE", der)
-		writePEMFile(t, keyFile, "EC PRIVATE KEY", keyDER)
-		pair = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-		return certFile, keyFile, pair
-	}
-	p.serverCert, p.serverKey, _ = issue("etcd-server", 2, x509.ExtKeyUsageServerAuth)
-	var clientPair tls.Certificate
-	p.clientCert, p.clientKey, clientPair = issue("etcd-client", 3, x509.ExtKeyUsageClientAuth)
-
-	roots := x509.NewCertPool()
-	roots.AddCert(caCert)
-	p.clientTLS = &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientPair}, MinVersion: tls.VersionTLS12}
-	return p
-}
-
-func newECKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func writePEMFile(t *testing.T, path, blockType string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
+	f := pkitest.Write(t, filepath.Join(t.TempDir(), "etcd"))
+	other := pkitest.Write(t, filepath.Join(t.TempDir(), "other"))
+	return etcdPKI{
+		caFile: f.CA, serverCert: f.ServerCert, serverKey: f.ServerKey,
+		clientCert: f.ClientCert, clientKey: f.ClientKey, clientTLS: f.ClientTLS,
+		otherCAFile: other.CA,
 	}
 }
 
