@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeplane/nodeplane/internal/app/loadapp"
 	"github.com/nodeplane/nodeplane/internal/app/serverapp"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
@@ -24,7 +25,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr))
+	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), loadapp.Command(stdout, stderr))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "nodeplane: %v\n", err)

@@ -1,0 +1,149 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// renewal is the outcome of one lease renewal.
+type renewal struct {
+	lease    int
+	due      time.Time
+	started  time.Time
+	finished time.Time
+	err      error
+}
+
+// runLease is the heartbeat path: every lease is renewed on its own
+// kubelet-like schedule (see Schedule) by the client it belongs to.
+func (r *runner) runLease(ctx context.Context, res *Result) error {
+	cfg := r.cfg
+	var nodes []*corev1.Node
+	if cfg.WithNodes {
+		var setup *Setup
+		var err error
+		if nodes, setup, err = r.ensureNodes(ctx, cfg.Objects); err != nil {
+			return err
+		}
+		res.Setup = append(res.Setup, setup)
+	}
+	leases, setup, err := r.ensureLeases(ctx, cfg.Objects, nodes)
+	if err != nil {
+		return err
+	}
+	res.Setup = append(res.Setup, setup)
+	res.ObjectJSONBytes, res.ObjectProtobufBytes = objectSizes(leases[0])
+
+	interval := cfg.leaseInterval()
+	res.IntervalSeconds, res.JitterFactor = interval.Seconds(), cfg.JitterFactor
+	res.TargetPerSecond = TargetRate(cfg.Objects, interval, cfg.JitterFactor)
+	cfg.Logger.Info("renewing leases", "leases", cfg.Objects, "clients", len(cfg.Clients), "interval", interval, "target", fmt.Sprintf("%.0f/s", res.TargetPerSecond))
+
+	var lag recorder
+	var measured int
+	clk := cfg.Clock
+	start := clk.Now()
+	measureFrom, end := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
+	sched := NewSchedule(cfg.Objects, start, interval, cfg.JitterFactor, cfg.Rand)
+	done := make(chan renewal, cfg.Objects)
+	inflight := 0
+	measuring := false
+	timer := clk.NewTimer(time.Hour)
+	defer timer.Stop()
+	record := func(rn renewal) {
+		if rn.started.Before(measureFrom) || !rn.started.Before(end) {
+			return
+		}
+		measured++
+		r.observe(rn.finished.Sub(rn.started))
+		lag.add(rn.started.Sub(rn.due))
+		if rn.err != nil {
+			r.fail(rn.err)
+		}
+	}
+	var due []Due
+	for {
+		now := clk.Now()
+		if !measuring && !now.Before(measureFrom) {
+			if err := r.beginMeasure(); err != nil {
+				return err
+			}
+			measuring = true
+		}
+		if !now.Before(end) || ctx.Err() != nil {
+			break
+		}
+		due = sched.PopDue(now, due[:0])
+		for _, d := range due {
+			inflight++
+			go func(d Due) {
+				rn := renewal{lease: d.Lease, due: d.At, started: clk.Now()}
+				rn.err = r.renew(ctx, leases, d.Lease)
+				rn.finished = clk.Now()
+				done <- rn
+			}(d)
+		}
+		wake := end
+		if !measuring {
+			wake = measureFrom
+		}
+		if next, ok := sched.Next(); ok && next.Before(wake) {
+			wake = next
+		}
+		timer.Reset(wake.Sub(now))
+		select {
+		case <-ctx.Done():
+		case rn := <-done:
+			inflight--
+			record(rn)
+			sched.Done(rn.lease, rn.finished)
+		case <-timer.C():
+		}
+	}
+	// Renewals started in the window count even when they finish after it.
+	for ; inflight > 0; inflight-- {
+		record(<-done)
+	}
+	if measuring {
+		r.endMeasure(res)
+	}
+	res.Requests = measured
+	if res.DurationSeconds > 0 {
+		res.AchievedPerSecond = float64(measured) / res.DurationSeconds
+	}
+	res.Latency = r.lat.summary()
+	l := lag.summary()
+	res.Lag = &l
+	return nil
+}
+
+// renew renews lease i as the kubelet does: it updates the object it last
+// wrote (no read first) with a new renewTime; on a conflict it reads the
+// current object and tries once more. leases[i] is only touched by the one
+// renewal of lease i in flight.
+func (r *runner) renew(ctx context.Context, leases []*coordinationv1.Lease, i int) error {
+	c := r.client(i).CoordinationV1().Leases(NodeLeaseNamespace)
+	l := leases[i]
+	for attempt := 0; ; attempt++ {
+		l.Spec.RenewTime = &metav1.MicroTime{Time: r.cfg.Clock.Now()}
+		out, err := c.Update(ctx, l, metav1.UpdateOptions{})
+		if err == nil {
+			leases[i] = out
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 0 {
+			return err
+		}
+		r.conflicts.Add(1)
+		if l, err = c.Get(ctx, l.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		leases[i] = l
+	}
+}
