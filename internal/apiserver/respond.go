@@ -45,6 +45,8 @@ func toStatus(err error, gr schema.GroupResource, name string) *metav1.Status {
 		st := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %v", err), 1).ErrStatus
 		st.Details.Causes = append(st.Details.Causes, metav1.StatusCause{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"})
 		return &st
+	case errors.Is(err, storage.ErrTooManyRequests):
+		return statusOf(apierrors.NewTooManyRequests("storage is overloaded, please try again later", 1))
 	case errors.Is(err, store.ErrNotReady):
 		return statusOf(apierrors.NewServiceUnavailable("the watch cache is loading; retry shortly"))
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):

@@ -28,6 +28,9 @@ var (
 	ErrFutureRevision = errors.New("revision is in the future")
 	// ErrUnavailable: the store cannot be reached or did not answer in time.
 	ErrUnavailable = errors.New("storage unavailable")
+	// ErrTooManyRequests: the store is overloaded and refused the request;
+	// retrying later may succeed (the API answers 429).
+	ErrTooManyRequests = errors.New("storage overloaded")
 )
 
 // KeyValue is one stored value at the revision it was last modified.

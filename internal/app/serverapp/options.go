@@ -43,7 +43,10 @@ type Options struct {
 	ShutdownDelay      time.Duration
 	BookmarkInterval   time.Duration
 	EventTTL           time.Duration
-	Logging            logging.Options
+
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
+	Logging                     logging.Options
 }
 
 // DefaultOptions are the flag defaults.
@@ -57,6 +60,8 @@ func DefaultOptions() Options {
 		ShutdownTimeout:                     30 * time.Second,
 		BookmarkInterval:                    time.Minute,
 		EventTTL:                            time.Hour,
+		MaxRequestsInflight:                 400,
+		MaxMutatingRequestsInflight:         200,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
 	}
 }
@@ -76,6 +81,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", o.DefaultNotReadyTolerationSeconds, "tolerationSeconds of the not-ready:NoExecute toleration added to every pod that has none")
 	fs.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", o.DefaultUnreachableTolerationSeconds, "tolerationSeconds of the unreachable:NoExecute toleration added to every pod that has none")
 	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "How often storage history older than one interval is compacted; 0 disables compaction")
+	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight, "Most non-mutating requests served at once (watches not counted); more get 429 with Retry-After; 0 means no limit")
+	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "Most mutating requests (including lease renewals) served at once; more get 429 with Retry-After; 0 means no limit")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often a watch that allows bookmarks receives one")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, keep serving this long with /readyz failing so load balancers stop sending requests before the listener closes")
@@ -103,6 +110,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay-duration must be >= 0, got %v", o.ShutdownDelay))
+	}
+	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must be >= 0, got %d and %d", o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
 	}
 	if o.EventTTL < 0 {
 		errs = append(errs, fmt.Errorf("--event-ttl must be >= 0, got %v", o.EventTTL))

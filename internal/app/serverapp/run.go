@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -86,8 +85,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	defer closeStorage()
 
+	// Our metrics go to reg; the embedded etcd registers its own (WAL fsync,
+	// backend commit, ...) and the Go and process collectors in the default
+	// registry. /metrics serves both.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	storageMetrics, err := etcd.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -195,10 +196,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		_ = json.NewEncoder(w).Encode(version.Info())
 	})
 	protected := http.NewServeMux()
-	protected.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	protected.Handle("/openapi/", docs.Handler())
 	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
-	protected.Handle("/", api)
+	protected.Handle("/", apiserver.LimitInFlight(api, o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
 	mux.Handle("/", authn.Middleware(authenticator, protected, authn.Unauthorized))
 
 	ln, err := net.Listen("tcp", o.Listen)

@@ -40,6 +40,8 @@ func classify(err error) error {
 		return storage.ErrCompacted
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return storage.ErrFutureRevision
+	case errors.Is(err, rpctypes.ErrTooManyRequests):
+		return storage.ErrTooManyRequests
 	case errors.Is(err, context.DeadlineExceeded):
 		return storage.ErrUnavailable
 	}
