@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 )
 
@@ -15,6 +16,12 @@ import (
 type Options struct {
 	Level  string // debug, info, warn, error
 	Format string // text or json
+}
+
+// AddFlags registers --log-level and --log-format.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Level, "log-level", o.Level, "Log level: debug, info, warn or error")
+	fs.StringVar(&o.Format, "log-format", o.Format, "Log format: text or json")
 }
 
 // New returns a logger writing to w and makes it the default logger and

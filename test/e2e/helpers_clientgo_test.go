@@ -8,15 +8,21 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // rawResponse is one raw HTTP exchange with the server.
@@ -297,4 +303,68 @@ func (r *eventRecorder) waitFor(t *testing.T, timeout time.Duration, event strin
 		defer r.mu.Unlock()
 		return fmt.Errorf("seen %v", r.events)
 	})
+}
+
+const mediaProtobuf = "application/vnd.kubernetes.protobuf"
+
+func testNode(name string, labels map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func testPod(ns, name, nodeName string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName:   nodeName,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}},
+		},
+	}
+}
+
+func testLease(ns, name string, labels map[string]string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(name),
+			LeaseDurationSeconds: ptr.To(int32(40)),
+			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now())),
+		},
+	}
+}
+
+func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+func names[T any](items []T, name func(*T) string) []string {
+	out := make([]string, 0, len(items))
+	for i := range items {
+		out = append(out, name(&items[i]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func podNames(l *corev1.PodList) []string {
+	return names(l.Items, func(p *corev1.Pod) string { return p.Name })
+}
+
+func wantNotFound(t *testing.T, err error, what string) {
+	t.Helper()
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("%s: got %v, want NotFound", what, err)
+	}
+}
+
+func hasToleration(tols []corev1.Toleration, key string, seconds int64) bool {
+	for _, tol := range tols {
+		if tol.Key == key && tol.Operator == corev1.TolerationOpExists && tol.Effect == corev1.TaintEffectNoExecute &&
+			tol.TolerationSeconds != nil && *tol.TolerationSeconds == seconds {
+			return true
+		}
+	}
+	return false
 }

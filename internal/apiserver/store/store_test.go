@@ -72,14 +72,17 @@ func newPodStore(t *testing.T, backing storage.Interface, history, buffer int) *
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go s.Run(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("cache not ready")
+	// waitFor blocks on the cache's revision channel (bounded by its own
+	// timeout) until the first load is done.
+	for attempt := 0; ; attempt++ {
+		err := s.cache.waitFor(context.Background(), 0)
+		if err == nil {
+			return s
 		}
-		time.Sleep(time.Millisecond)
+		if !errors.Is(err, ErrNotReady) || attempt == 3 {
+			t.Fatalf("cache not ready: %v", err)
+		}
 	}
-	return s
 }
 
 func pod(name, node string) *corev1.Pod {

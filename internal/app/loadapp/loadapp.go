@@ -85,7 +85,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Timeout of each request (not applied in watch mode: it would cut the watch streams)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "Seed of the jitter, start offsets and random keys")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "Print the result as JSON instead of a summary")
-	fs.StringVar(&o.Logging.Level, "log-level", o.Logging.Level, "Log level: debug, info, warn or error")
+	o.Logging.AddFlags(fs)
 }
 
 // Validate checks the flags that loadgen.Config.Validate cannot name.

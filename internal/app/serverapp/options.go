@@ -87,8 +87,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often a watch that allows bookmarks receives one")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, keep serving this long with /readyz failing so load balancers stop sending requests before the listener closes")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a stop waits for in-flight requests to finish")
-	fs.StringVar(&o.Logging.Level, "log-level", o.Logging.Level, "Log level: debug, info, warn or error")
-	fs.StringVar(&o.Logging.Format, "log-format", o.Logging.Format, "Log format: text or json")
+	o.Logging.AddFlags(fs)
 }
 
 // Validate checks the flags and names the flag at fault.
