@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
 	go refreshCertificates(runCtx, cluster, cfg.Clock, log)
 
-	if err := waitReady(ctx, api); err != nil {
+	if err := waitReady(ctx, api, cfg.Clock); err != nil {
 		shutdown(srv, api, o.ShutdownTimeout, log)
 		return err
 	}
@@ -273,7 +273,7 @@ func shutdown(srv *http.Server, api *apiserver.Server, timeout time.Duration, lo
 }
 
 // waitReady waits for the watch caches and the system namespaces.
-func waitReady(ctx context.Context, api *apiserver.Server) error {
+func waitReady(ctx context.Context, api *apiserver.Server, clk clock.Clock) error {
 	for {
 		if api.Ready() == nil {
 			if err := api.EnsureSystemNamespaces(ctx); err == nil {
@@ -283,7 +283,7 @@ func waitReady(ctx context.Context, api *apiserver.Server) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-clk.After(20 * time.Millisecond):
 		}
 	}
 }
