@@ -35,6 +35,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeplane/nodeplane/internal/app/serverapp"
+
+	"github.com/nodeplane/nodeplane/internal/storage/etcd"
 )
 
 // benchServers are the in-process servers, by benchmark name; TestMain
@@ -371,21 +373,11 @@ func BenchmarkWatchEventLatency(b *testing.B) {
 	reportLatency(b, &lat, "events")
 }
 
-// walFsyncs reads etcd's WAL fsync histogram, which the embedded member
-// registers with the default Prometheus registry.
+// walFsyncs reads etcd's WAL fsync totals from the default registry.
 func walFsyncs(b *testing.B) (count uint64, seconds float64) {
-	families, err := prometheus.DefaultGatherer.Gather()
+	count, seconds, err := etcd.WALFsyncs(prometheus.DefaultGatherer)
 	if err != nil {
 		b.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "etcd_disk_wal_fsync_duration_seconds" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			count += m.GetHistogram().GetSampleCount()
-			seconds += m.GetHistogram().GetSampleSum()
-		}
 	}
 	return count, seconds
 }
