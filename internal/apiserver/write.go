@@ -19,7 +19,6 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
-	"github.com/nodeplane/nodeplane/internal/apiserver/validation"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
@@ -221,11 +220,6 @@ func (h *resourceHandler) createObject(ctx context.Context, info requestInfo, ob
 				return nil, h.invalid(a.GetName(), errs)
 			}
 		}
-		// As kube's generic registry: the common metadata rules run after
-		// the kind's own, so its more specific messages win.
-		if errs := validation.GenericObjectMeta(a, h.r.Namespaced); len(errs) > 0 {
-			return nil, h.invalid(a.GetName(), errs)
-		}
 		if params.dryRun {
 			return obj, nil
 		}
@@ -395,9 +389,6 @@ func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, ob
 		errs = h.r.Strategy.ValidateStatusUpdate(obj, old)
 	case info.Subresource == "" && h.r.Strategy.ValidateUpdate != nil:
 		errs = h.r.Strategy.ValidateUpdate(obj, old)
-	}
-	if len(errs) == 0 {
-		errs = validation.GenericObjectMetaUpdate(a, oa)
 	}
 	if len(errs) > 0 {
 		return nil, h.invalid(info.Name, errs)

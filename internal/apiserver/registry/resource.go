@@ -26,9 +26,11 @@ type Strategy struct {
 	// PrepareForStatusUpdate copies from old what the status subresource may
 	// not change (spec, and any metadata the resource protects).
 	PrepareForStatusUpdate func(obj, old runtime.Object)
-	Validate               func(obj runtime.Object) field.ErrorList
-	ValidateUpdate         func(obj, old runtime.Object) field.ErrorList
-	ValidateStatusUpdate   func(obj, old runtime.Object) field.ErrorList
+	// Validate, ValidateUpdate and ValidateStatusUpdate include the
+	// metadata rules: the server runs no separate metadata check.
+	Validate             func(obj runtime.Object) field.ErrorList
+	ValidateUpdate       func(obj, old runtime.Object) field.ErrorList
+	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
 	// SpecChanged reports a spec change; when set, metadata.generation starts
 	// at 1 and is bumped on every spec change.
 	SpecChanged func(obj, old runtime.Object) bool

@@ -25,14 +25,17 @@ const (
 // Event validates a core/v1 Event on create. kube keeps core/v1 lenient
 // for old clients: only the namespace rules, and, for events that carry an
 // eventTime (new-style events), the reporting fields and lengths.
+//
+// Like every kind here it validates its own metadata, so the API server runs
+// one metadata check per write.
 func Event(e *corev1.Event) field.ErrorList {
-	return legacyEvent(e)
+	return append(GenericObjectMeta(e, true), legacyEvent(e)...)
 }
 
 // EventUpdate validates a core/v1 Event update; the same lenient rules as
-// create.
+// create, plus the metadata update rules.
 func EventUpdate(e, old *corev1.Event) field.ErrorList {
-	return legacyEvent(e)
+	return append(GenericObjectMetaUpdate(e, old), legacyEvent(e)...)
 }
 
 // EventV1 validates an events.k8s.io/v1 Event on create: the legacy rules
