@@ -73,7 +73,8 @@ type EventType int
 const (
 	// EventPut is a create or an update. Event.Created tells which.
 	EventPut EventType = iota + 1
-	// EventDelete removes the key. Event.PrevValue holds the value it had.
+	// EventDelete removes the key (Event.PrevValue holds the value it had
+	// when the watch asked for PrevValues).
 	EventDelete
 	// EventProgress carries no key: it says the watch has seen every change
 	// up to and including Event.Revision. Used for bookmarks and freshness.
@@ -88,8 +89,9 @@ type Event struct {
 	Key  string
 	// Value is the new value for EventPut.
 	Value []byte
-	// PrevValue is the value before the event, when known. Always set for
-	// EventDelete; set for EventPut updates when the implementation has it.
+	// PrevValue is the value before the event, only when the watch asked for
+	// WatchOptions.PrevValues: then always set for EventDelete and for
+	// EventPut updates.
 	PrevValue []byte
 	// Revision is the store revision of the change (ModRevision of a put, the
 	// deleting revision of a delete, the covered revision of a progress event).
@@ -110,6 +112,10 @@ type WatchOptions struct {
 	// ProgressNotify asks for periodic EventProgress entries while the prefix
 	// is quiet, so the watcher knows how fresh its view is.
 	ProgressNotify bool
+	// PrevValues asks for Event.PrevValue. It costs the store a read per
+	// event, so a watcher that keeps its own copy (the API server's watch
+	// cache) leaves it off.
+	PrevValues bool
 }
 
 // Interface is what the API server needs from a store. All methods are safe

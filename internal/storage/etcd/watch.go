@@ -45,12 +45,13 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 	// every watch starts at from itself and drops the events of from.
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watch{
-		store:    s,
-		prefix:   prefix,
-		from:     from,
-		progress: opts.ProgressNotify,
-		ctx:      ctx,
-		out:      make(chan storage.Event, watchBuffer),
+		store:      s,
+		prefix:     prefix,
+		from:       from,
+		progress:   opts.ProgressNotify,
+		prevValues: opts.PrevValues,
+		ctx:        ctx,
+		out:        make(chan storage.Event, watchBuffer),
 	}
 	start := from
 	etcdEvents := w.start(start)
@@ -68,13 +69,18 @@ type watch struct {
 	prefix   string
 	from     int64 // deliver changes after this revision
 	progress bool
-	ctx      context.Context
-	out      chan storage.Event
+	// prevValues asks etcd for each event's previous value.
+	prevValues bool
+	ctx        context.Context
+	out        chan storage.Event
 }
 
 // start opens the etcd watch at revision start.
 func (w *watch) start(start int64) clientv3.WatchChan {
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(start)}
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(start)}
+	if w.prevValues {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
 	if w.progress {
 		opts = append(opts, clientv3.WithProgressNotify())
 	}

@@ -20,8 +20,24 @@ var watchCases = []testCase{
 			t.Errorf("event = %+v, want %+v", got, want)
 		}
 	}},
-	{"watch reports creates, updates with previous values and deletes in order", func(t *testing.T, s storage.Interface, p string) {
+	{"watch without PrevValues carries no previous values", func(t *testing.T, s storage.Interface, p string) {
 		ch := watch(t, s, p, storage.WatchOptions{})
+		r1 := mustCreate(t, s, p+"k", "v1")
+		r2 := mustUpdate(t, s, p+"k", "v2", r1)
+		r3 := mustDelete(t, s, p+"k")
+		want := []eventSummary{
+			{Type: storage.EventPut, Key: p + "k", Value: "v1", Revision: r1, Created: true},
+			{Type: storage.EventPut, Key: p + "k", Value: "v2", Revision: r2},
+			{Type: storage.EventDelete, Key: p + "k", Revision: r3},
+		}
+		for i, w := range want {
+			if got := summarize(nextEvent(t, ch)); got != w {
+				t.Errorf("event %d = %+v, want %+v", i, got, w)
+			}
+		}
+	}},
+	{"watch reports creates, updates with previous values and deletes in order", func(t *testing.T, s storage.Interface, p string) {
+		ch := watch(t, s, p, storage.WatchOptions{PrevValues: true})
 		r1 := mustCreate(t, s, p+"k", "v1")
 		r2 := mustUpdate(t, s, p+"k", "v2", r1)
 		r3 := mustDelete(t, s, p+"k")
@@ -44,7 +60,7 @@ var watchCases = []testCase{
 		r1 := mustCreate(t, s, p+"k", "v1")
 		r2 := mustUpdate(t, s, p+"k", "v2", r1)
 		r3 := mustDelete(t, s, p+"k")
-		ch := watch(t, s, p, storage.WatchOptions{FromRevision: r1})
+		ch := watch(t, s, p, storage.WatchOptions{FromRevision: r1, PrevValues: true})
 		want := []eventSummary{
 			{Type: storage.EventPut, Key: p + "k", Value: "v2", PrevValue: "v1", Revision: r2},
 			{Type: storage.EventDelete, Key: p + "k", PrevValue: "v2", Revision: r3},
