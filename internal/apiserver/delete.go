@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
@@ -137,7 +138,7 @@ func (h *resourceHandler) deleteObject(ctx context.Context, cur runtime.Object, 
 		return h.s.beginNamespaceDelete(ctx, cur, len(opts.DryRun) > 0)
 	}
 	dryRun := len(opts.DryRun) > 0
-	curRV, _ := parseObjectRV(a)
+	curRV, _ := store.ObjectRV(cur)
 	var grace int64
 	if h.r.Strategy.DeleteGracePeriod != nil {
 		grace = h.r.Strategy.DeleteGracePeriod(cur, opts.GracePeriodSeconds)
@@ -181,12 +182,6 @@ func (h *resourceHandler) deleteObject(ctx context.Context, cur runtime.Object, 
 		return nil, err
 	}
 	return h.fromStorage(out)
-}
-
-func parseObjectRV(a metav1.Object) (int64, error) {
-	var rv int64
-	_, err := fmt.Sscan(a.GetResourceVersion(), &rv)
-	return rv, err
 }
 
 func (h *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, info requestInfo) {
