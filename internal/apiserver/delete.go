@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
@@ -98,6 +99,9 @@ func (h *resourceHandler) deleteWithRetry(ctx context.Context, info requestInfo,
 	for attempt := 0; ; attempt++ {
 		cur, err := h.current(ctx, info, -1)
 		if err != nil {
+			return nil, err
+		}
+		if err := h.admit(ctx, admission.Delete, info, nil, cur); err != nil {
 			return nil, err
 		}
 		out, err := h.deleteObject(ctx, cur, opts)

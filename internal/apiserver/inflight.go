@@ -11,8 +11,8 @@ import (
 // kube-apiserver's --max-requests-inflight and
 // --max-mutating-requests-inflight: past a limit a request gets 429
 // TooManyRequests with Retry-After at once instead of queueing until the
-// server and its storage collapse. Watches are not counted. A limit <= 0
-// means no limit.
+// server and its storage collapse. Watches and pod logs are not counted. A
+// limit <= 0 means no limit.
 func LimitInFlight(next http.Handler, readOnly, mutating int) http.Handler {
 	var ro, mu chan struct{}
 	if readOnly > 0 {
@@ -50,5 +50,6 @@ func isLongRunning(r *http.Request) bool {
 	if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
 		return true
 	}
-	return strings.Contains(r.URL.Path, "/watch/")
+	// Watches, and pod logs (which may follow for as long as the pod runs).
+	return strings.Contains(r.URL.Path, "/watch/") || (strings.Contains(r.URL.Path, "/pods/") && strings.HasSuffix(r.URL.Path, "/log"))
 }

@@ -53,3 +53,39 @@ func TestLimitInFlight(t *testing.T) {
 		t.Errorf("after the slot is freed a write got %d, want 200", rec.Code)
 	}
 }
+
+func TestLimitInFlightDoesNotCountPodLogs(t *testing.T) {
+	release := make(chan struct{})
+	held := make(chan struct{})
+	h := LimitInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") == "1" {
+			close(held)
+			<-release
+		}
+	}), 1, 1)
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes?hold=1", nil))
+		close(done)
+	}()
+	<-held // the only read slot is taken
+	tests := []struct {
+		name     string
+		url      string
+		wantCode int
+	}{
+		{"another read is refused", "/api/v1/pods", http.StatusTooManyRequests},
+		{"a pod log is long-running and passes", "/api/v1/namespaces/default/pods/p/log?follow=true", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.url, nil))
+			if rec.Code != tt.wantCode {
+				t.Errorf("got %d, want %d", rec.Code, tt.wantCode)
+			}
+		})
+	}
+	close(release)
+	<-done
+}

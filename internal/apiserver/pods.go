@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
@@ -63,6 +64,10 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, info requ
 			return
 		}
 		pod := cur.(*corev1.Pod)
+		if err := h.admit(r.Context(), admission.Create, info, b, pod); err != nil {
+			writeError(w, r, err, gr, info.Name)
+			return
+		}
 		if pod.DeletionTimestamp != nil {
 			writeError(w, r, apierrors.NewConflict(gr, info.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name)), gr, info.Name)
 			return
@@ -131,6 +136,10 @@ func (h *resourceHandler) evict(w http.ResponseWriter, r *http.Request, info req
 			return
 		}
 		pod := cur.(*corev1.Pod)
+		if err := h.admit(r.Context(), admission.Create, info, ev, pod); err != nil {
+			writeError(w, r, err, gr, info.Name)
+			return
+		}
 		terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 		if !terminal && pod.DeletionTimestamp == nil && len(opts.DryRun) == 0 {
 			setPodCondition(&pod.Status, corev1.PodCondition{

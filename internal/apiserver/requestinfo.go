@@ -3,6 +3,8 @@ package apiserver
 import (
 	"net/http"
 	"strings"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 )
 
 // requestInfo is what a resource URL says.
@@ -97,4 +99,20 @@ func splitPath(p string) []string {
 		return nil
 	}
 	return strings.Split(p, "/")
+}
+
+// resourceAttributes describes a resource request for authorization.
+func resourceAttributes(r *http.Request, info requestInfo) authz.Attributes {
+	q := r.URL.Query()
+	return authz.Attributes{
+		ResourceRequest: true,
+		Verb:            info.Verb,
+		APIGroup:        info.Group,
+		Resource:        info.Resource,
+		Subresource:     info.Subresource,
+		Namespace:       info.Namespace,
+		Name:            info.Name,
+		FieldSelector:   q.Get("fieldSelector"),
+		LabelSelector:   q.Get("labelSelector"),
+	}
 }

@@ -1,9 +1,14 @@
 // Package apiserver serves the Kubernetes REST API for the resources declared
-// in package registry: request parsing, content negotiation, the generic
-// verb handlers (get, list, watch, create, update, patch, delete,
-// deletecollection), subresources, admission, discovery and errors as
-// metav1.Status. It reads and writes objects only through package store; it
-// never talks to etcd directly.
+// in package registry: request parsing, authorization of every request
+// (through the Authorizer it is given; the rules live in package authz),
+// content negotiation, the generic verb handlers (get, list, watch, create,
+// update, patch, delete, deletecollection), subresources, admission on every
+// write, discovery and errors as metav1.Status. pods/log is proxied to the
+// node's agent over HTTPS.
+//
+// It reads and writes objects only through package store; it never talks
+// to etcd directly. It does not authenticate: the caller wraps it with
+// authn.Middleware.
 package apiserver
 
 import (
@@ -26,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
+	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
@@ -39,11 +45,21 @@ type Config struct {
 	// soft-state etcd member); others use Storage.
 	StorageOverrides map[schema.GroupResource]storage.Interface
 	Resources        []*registry.Resource
-	// Admission plugins run on create and update of the main resource, in order.
+	// Admission plugins run, in order, on every write: create, update and
+	// patch of main resources and of subresources (status, eviction,
+	// binding), and delete.
 	Admission []admission.Plugin
-	Version   version.Info
-	Clock     clock.WithTicker
-	Logger    *slog.Logger
+	// Authorizer decides every request the server handles (resource
+	// requests and discovery). Nil allows every request: only for tests and
+	// tools that run the server without authentication.
+	Authorizer Authorizer
+	// NodeClient is the HTTP client pods/log uses to reach node agents; it
+	// presents the server's kubelet-client certificate. Nil makes pods/log
+	// answer 503.
+	NodeClient *http.Client
+	Version    version.Info
+	Clock      clock.WithTicker
+	Logger     *slog.Logger
 	// Metrics records request metrics (nil: none).
 	Metrics *Metrics
 	// BookmarkInterval is how often a watch asking for bookmarks gets one (default 1m).
@@ -55,6 +71,14 @@ type Config struct {
 	HistorySize int
 	// EventTTL removes events this long after their last update (0: never).
 	EventTTL time.Duration
+}
+
+// Authorizer decides whether the user on a request's context (see
+// authn.UserFrom) may make the request; objs reads the stored objects a
+// decision may depend on. It returns nil to allow, an API error (Forbidden)
+// to refuse. *authz.Authorizer implements it.
+type Authorizer interface {
+	Authorize(ctx context.Context, objs authz.Objects, a authz.Attributes) error
 }
 
 // Server is the API handler.
@@ -236,14 +260,24 @@ func (s *Server) isNamespaced(group, ver, resource string) bool {
 }
 
 // ServeHTTP serves resource requests (/api/v1/..., /apis/<g>/<v>/...) and
-// discovery documents.
+// discovery documents, each after authorization (see Config.Authorizer).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveDiscovery(w, r) {
-		return
-	}
 	info, ok := parseResourcePath(r, s.isNamespaced)
 	if !ok {
+		if err := s.authorize(r, authz.NonResourceAttributes(r)); err != nil {
+			writeError(w, r, err, schema.GroupResource{}, "")
+			return
+		}
+		if s.serveDiscovery(w, r) {
+			return
+		}
 		writeStatus(w, r, notFoundPath())
+		return
+	}
+	// Authorization comes before the resource lookup, as upstream: a
+	// refused user learns nothing from 404s.
+	if err := s.authorize(r, resourceAttributes(r, info)); err != nil {
+		writeError(w, r, err, schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Name)
 		return
 	}
 	h, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
@@ -259,6 +293,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authorize asks the configured Authorizer (none allows everything).
+func (s *Server) authorize(r *http.Request, a authz.Attributes) error {
+	if s.cfg.Authorizer == nil {
+		return nil
+	}
+	return s.cfg.Authorizer.Authorize(r.Context(), objectReader{s}, a)
+}
+
 func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gr := h.r.GroupResource()
 	if h.r.Namespaced && info.Namespace == "" && info.Name != "" {
@@ -267,6 +309,14 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info req
 	}
 	if !h.r.Namespaced && info.Namespace != "" {
 		writeStatus(w, r, statusOf(apierrors.NewNotFound(gr, info.Name)))
+		return
+	}
+	if info.Subresource == "log" && h.r.GroupResource() == podsResource {
+		if info.Verb != "get" {
+			writeStatus(w, r, statusOf(apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/log"}, info.Verb)))
+			return
+		}
+		h.podLog(w, r, info)
 		return
 	}
 	if info.Subresource != "" {

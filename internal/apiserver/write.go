@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
+	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
@@ -113,9 +114,19 @@ func (h *resourceHandler) invalid(name string, errs field.ErrorList) error {
 	return apierrors.NewInvalid(h.r.GVK().GroupKind(), name, errs)
 }
 
+// admit runs the admission plugins on a write by the user on ctx.
 func (h *resourceHandler) admit(ctx context.Context, op admission.Operation, info requestInfo, obj, old runtime.Object) error {
+	if len(h.s.cfg.Admission) == 0 {
+		return nil
+	}
+	user, _ := authn.UserFrom(ctx)
+	a := admission.Attributes{
+		Operation: op, Resource: h.r.GroupResource(), Subresource: info.Subresource,
+		Namespace: info.Namespace, Name: info.Name, Object: obj, OldObject: old,
+		User: user, Objects: objectReader{h.s},
+	}
 	for _, p := range h.s.cfg.Admission {
-		if err := p.Admit(ctx, admission.Attributes{Operation: op, Resource: h.r.GroupResource(), Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name, Object: obj, OldObject: old}); err != nil {
+		if err := p.Admit(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -379,9 +390,9 @@ func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, ob
 		if h.r.Strategy.SpecChanged != nil && h.r.Strategy.SpecChanged(obj, old) {
 			a.SetGeneration(oa.GetGeneration() + 1)
 		}
-		if err := h.admit(ctx, admission.Update, info, obj, old); err != nil {
-			return nil, err
-		}
+	}
+	if err := h.admit(ctx, admission.Update, info, obj, old); err != nil {
+		return nil, err
 	}
 	var errs field.ErrorList
 	switch {

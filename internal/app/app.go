@@ -7,16 +7,26 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
+	"github.com/nodeplane/nodeplane/internal/app/agentapp"
 	"github.com/nodeplane/nodeplane/internal/app/loadapp"
 	"github.com/nodeplane/nodeplane/internal/app/serverapp"
+	"github.com/nodeplane/nodeplane/internal/app/simapp"
+	"github.com/nodeplane/nodeplane/internal/app/upapp"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
 
 // Run executes the command line and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == agentapp.ShimCommandName {
+		// The process runtime re-executes this binary to supervise one
+		// container; it is not a user command.
+		return process.ShimMain(args[1:])
+	}
 	root := &cobra.Command{
 		Use:           "nodeplane",
 		Short:         "nodeplane: a small, fast Kubernetes node-management plane",
@@ -25,7 +35,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), loadapp.Command(stdout, stderr))
+	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), agentapp.Command(stderr),
+		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), loadapp.Command(stdout, stderr))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "nodeplane: %v\n", err)

@@ -75,29 +75,35 @@ func sign(template, parent *x509.Certificate, key, parentKey crypto.Signer) (*ke
 	if parent == nil {
 		parent, parentKey = template, key
 	}
-	serial, err := newSerial()
+	cert, certPEM, err := signPublicKey(template, parent, key.Public(), parentKey)
 	if err != nil {
 		return nil, err
-	}
-	template.SerialNumber = serial
-	der, err := x509.CreateCertificate(rand.Reader, template, parent, key.Public(), parentKey)
-	if err != nil {
-		return nil, fmt.Errorf("create certificate %q: %w", template.Subject.CommonName, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parse new certificate %q: %w", template.Subject.CommonName, err)
 	}
 	keyPEM, err := encodeKey(key)
 	if err != nil {
 		return nil, err
 	}
-	return &keyPair{
-		cert:    cert,
-		key:     key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
-		keyPEM:  keyPEM,
-	}, nil
+	return &keyPair{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
+}
+
+// signPublicKey creates a certificate from template for pub, signed by
+// parent/parentKey, and returns it parsed and in PEM form. It sets the
+// template's serial number.
+func signPublicKey(template, parent *x509.Certificate, pub crypto.PublicKey, parentKey crypto.Signer) (*x509.Certificate, []byte, error) {
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	template.SerialNumber = serial
+	der, err := x509.CreateCertificate(rand.Reader, template, parent, pub, parentKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create certificate %q: %w", template.Subject.CommonName, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse new certificate %q: %w", template.Subject.CommonName, err)
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}), nil
 }
 
 func encodeKey(key crypto.Signer) ([]byte, error) {

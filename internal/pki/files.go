@@ -138,3 +138,16 @@ func restrictKeyMode(path string) error {
 	}
 	return nil
 }
+
+// WriteFileAtomic replaces path with data (mode perm) so that a reader, or
+// a restart after a crash, sees either the old content or the new, never a
+// mix. The directory must exist. Agents use it for their own credentials.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}
+
+// EnsurePrivateDir creates dir (and its parents) with mode 0700, or drops
+// group and other permission bits from an existing one.
+func EnsurePrivateDir(dir string) error {
+	return ensurePrivateDir(dir)
+}

@@ -1,8 +1,10 @@
 // Package pki owns nodeplane's cluster public-key infrastructure: the
 // cluster CA, the API server's serving certificate, the admin client
-// certificate, client certificates for agents, kubeconfig files that embed
-// them and bearer-token files. All of it lives as PEM files in the server's
-// data directory.
+// certificate, client certificates for agents (issued with a new key, or
+// signed for a requester's public key), kubeconfig files that embed them,
+// bearer-token files and the key node bearer tokens are signed with. All of
+// it lives as files in the server's data directory. It also lends agents
+// its crash-safe file writer for their own credentials.
 //
 // It uses only the standard library's crypto. It does not authenticate
 // requests (that is apiserver/authn, which trusts what the TLS layer
@@ -10,6 +12,11 @@
 package pki
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -209,20 +216,79 @@ func (c *Cluster) ServingTLSConfig() *tls.Config {
 // expiry, and returns it with a new P-256 key in PEM form. Agents get
 // CN=system:node:<name>, O=system:nodes.
 func (c *Cluster) IssueClientCert(cn string, orgs []string, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
+	template, err := c.clientTemplate(cn, orgs, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	kp, err := sign(template, c.ca.cert, nil, c.ca.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("issue client certificate: %w", err)
+	}
+	return kp.certPEM, kp.keyPEM, nil
+}
+
+// SignClientCert is IssueClientCert for a key the requester keeps: it
+// issues a client certificate for pub (from a certificate signing request;
+// the private key never reaches the server) with subject CN=cn, O=orgs,
+// valid for ttl but never past the CA's own expiry, and returns it in PEM
+// form. pub must be an ECDSA key on P-256, P-384 or P-521, an Ed25519 key or
+// an RSA key of at least 2048 bits; any other is an error matching
+// ErrUnsupportedKey.
+func (c *Cluster) SignClientCert(pub crypto.PublicKey, cn string, orgs []string, ttl time.Duration) (certPEM []byte, err error) {
+	if err := checkPublicKey(pub); err != nil {
+		return nil, fmt.Errorf("sign client certificate %q: %w", cn, err)
+	}
+	template, err := c.clientTemplate(cn, orgs, ttl)
+	if err != nil {
+		return nil, err
+	}
+	_, certPEM, err = signPublicKey(template, c.ca.cert, pub, c.ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("sign client certificate: %w", err)
+	}
+	return certPEM, nil
+}
+
+// clientTemplate checks the arguments of IssueClientCert and SignClientCert
+// and returns the certificate to sign now.
+func (c *Cluster) clientTemplate(cn string, orgs []string, ttl time.Duration) (*x509.Certificate, error) {
 	if cn == "" {
-		return nil, nil, errors.New("issue client certificate: empty common name")
+		return nil, errors.New("issue client certificate: empty common name")
 	}
 	if ttl <= 0 {
-		return nil, nil, fmt.Errorf("issue client certificate %q: ttl %s is not positive", cn, ttl)
+		return nil, fmt.Errorf("issue client certificate %q: ttl %s is not positive", cn, ttl)
 	}
 	now := c.clock.Now()
 	notAfter := now.Add(ttl)
 	if notAfter.After(c.ca.cert.NotAfter) {
 		notAfter = c.ca.cert.NotAfter
 	}
-	kp, err := sign(clientTemplate(cn, orgs, now, notAfter), c.ca.cert, nil, c.ca.key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("issue client certificate: %w", err)
+	return clientTemplate(cn, orgs, now, notAfter), nil
+}
+
+// ErrUnsupportedKey: SignClientCert refuses the public key's type or size.
+var ErrUnsupportedKey = errors.New("unsupported public key")
+
+// minRSABits is the smallest RSA key SignClientCert accepts.
+const minRSABits = 2048
+
+// checkPublicKey accepts the key types and sizes SignClientCert signs.
+func checkPublicKey(pub crypto.PublicKey) error {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+			return nil
+		}
+		return fmt.Errorf("%w: ECDSA curve %s", ErrUnsupportedKey, k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return nil
+	case *rsa.PublicKey:
+		if k.N.BitLen() < minRSABits {
+			return fmt.Errorf("%w: RSA key of %d bits (want at least %d)", ErrUnsupportedKey, k.N.BitLen(), minRSABits)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w: type %T", ErrUnsupportedKey, pub)
 	}
-	return kp.certPEM, kp.keyPEM, nil
 }

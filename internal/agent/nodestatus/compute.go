@@ -123,10 +123,40 @@ func Compute(node *corev1.Node, obs Observation, now time.Time) (corev1.NodeStat
 	return status, events
 }
 
+// InitialEvents are the events announcing the conditions of a Node that was
+// just created with its first status (each condition is new, so each counts
+// as a transition).
+func InitialEvents(n *corev1.Node) []Event {
+	var out []Event
+	for _, c := range n.Status.Conditions {
+		reason := ""
+		for _, p := range pressures {
+			if p.condType == c.Type {
+				reason = p.falseEvent
+				if c.Status == corev1.ConditionTrue {
+					reason = p.trueEvent
+				}
+			}
+		}
+		if c.Type == corev1.NodeReady {
+			reason = "NodeNotReady"
+			if c.Status == corev1.ConditionTrue {
+				reason = "NodeReady"
+			}
+		}
+		if reason != "" {
+			out = append(out, Event{corev1.EventTypeNormal, reason, statusMessage(n.Name, reason)})
+		}
+	}
+	return out
+}
+
 // SchedulabilityEvent is the event for a change of spec.unschedulable
-// (NodeSchedulable / NodeNotSchedulable), or nil when there is none.
+// (NodeSchedulable / NodeNotSchedulable), or nil when there is none. Before
+// the first pass (was == nil) the node counts as schedulable, as the
+// kubelet's does, so a schedulable node records nothing at start.
 func SchedulabilityEvent(name string, was *bool, now bool) *Event {
-	if was != nil && *was == now {
+	if (was == nil && !now) || (was != nil && *was == now) {
 		return nil
 	}
 	reason := "NodeSchedulable"

@@ -179,8 +179,11 @@ func TestSchedulabilityEvent(t *testing.T) {
 	if e := SchedulabilityEvent("n", &tr, false); e == nil || e.Reason != "NodeSchedulable" {
 		t.Errorf("uncordon event = %+v", e)
 	}
-	if e := SchedulabilityEvent("n", nil, false); e == nil || e.Reason != "NodeSchedulable" {
-		t.Errorf("first pass event = %+v", e)
+	if e := SchedulabilityEvent("n", nil, false); e != nil {
+		t.Errorf("first pass of a schedulable node recorded %+v", e)
+	}
+	if e := SchedulabilityEvent("n", nil, true); e == nil || e.Reason != "NodeNotSchedulable" {
+		t.Errorf("first pass of a cordoned node = %+v", e)
 	}
 }
 
@@ -336,5 +339,17 @@ func TestNewUpdaterRefusesAReportFrequencyBelowTheUpdateFrequency(t *testing.T) 
 		UpdateFrequency: time.Minute, ReportFrequency: time.Second})
 	if err == nil {
 		t.Fatal("accepted report frequency < update frequency")
+	}
+}
+
+func TestInitialEventsAnnounceEachCondition(t *testing.T) {
+	obs := healthy()
+	obs.DiskPressure = true
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	node.Status, _ = Compute(nil, obs, t0)
+	got := reasons(InitialEvents(node))
+	want := []string{"NodeHasSufficientMemory", "NodeHasDiskPressure", "NodeHasSufficientPID", "NodeReady"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
 	}
 }

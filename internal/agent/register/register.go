@@ -147,14 +147,16 @@ type Config struct {
 
 // Ensure creates the Node built by initial (called for each attempt, so the
 // status is fresh) or reconciles the existing one, retrying with back-off
-// until it succeeds or ctx ends. It returns the Node as stored.
-func Ensure(ctx context.Context, cfg Config, initial func() *corev1.Node) (*corev1.Node, error) {
-	return retry(ctx, cfg, func() (*corev1.Node, error) {
+// until it succeeds or ctx ends. It returns the Node as stored and whether
+// this call created it.
+func Ensure(ctx context.Context, cfg Config, initial func() *corev1.Node) (node *corev1.Node, created bool, err error) {
+	node, err = retry(ctx, cfg, func() (*corev1.Node, error) {
 		want := initial()
-		created, err := cfg.Client.CreateNode(ctx, want)
+		n, err := cfg.Client.CreateNode(ctx, want)
 		if err == nil {
+			created = true
 			logger(cfg).Info("node registered", "node", want.Name)
-			return created, nil
+			return n, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create node %q: %w", want.Name, err)
@@ -167,13 +169,14 @@ func Ensure(ctx context.Context, cfg Config, initial func() *corev1.Node) (*core
 		if patch == nil {
 			return existing, nil
 		}
-		n, err := cfg.Client.PatchNode(ctx, want.Name, patch)
+		n, err = cfg.Client.PatchNode(ctx, want.Name, patch)
 		if err != nil {
 			return nil, fmt.Errorf("reconcile node %q: %w", want.Name, err)
 		}
 		logger(cfg).Info("node already registered; default labels reconciled", "node", want.Name)
 		return n, nil
 	})
+	return node, created, err
 }
 
 // Wait waits for an admin-created Node (registerNode=false) and returns it.

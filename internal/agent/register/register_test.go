@@ -138,7 +138,7 @@ func TestEnsureRetriesWithBackoffThenCreates(t *testing.T) {
 	c := &fakeClient{errs: []error{apierrors.NewServiceUnavailable("x"), apierrors.NewServiceUnavailable("x"), apierrors.NewServiceUnavailable("x")}}
 	done := make(chan *corev1.Node)
 	go func() {
-		n, _ := Ensure(context.Background(), Config{Client: c, Clock: clk}, func() *corev1.Node { return InitialNode(spec(), corev1.NodeStatus{}) })
+		n, _, _ := Ensure(context.Background(), Config{Client: c, Clock: clk}, func() *corev1.Node { return InitialNode(spec(), corev1.NodeStatus{}) })
 		done <- n
 	}()
 	for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
@@ -164,9 +164,12 @@ func TestEnsureOnAnExistingNodeReconcilesLabelsOnly(t *testing.T) {
 	c := &fakeClient{stored: existing}
 	s := spec()
 	s.Taints = []corev1.Taint{{Key: "new", Effect: corev1.TaintEffectNoSchedule}}
-	_, err := Ensure(context.Background(), Config{Client: c}, func() *corev1.Node { return InitialNode(s, corev1.NodeStatus{}) })
+	_, created, err := Ensure(context.Background(), Config{Client: c}, func() *corev1.Node { return InitialNode(s, corev1.NodeStatus{}) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if created {
+		t.Errorf("Ensure reported creating a node that existed")
 	}
 	if string(c.patched) != `{"metadata":{"labels":{"topology.kubernetes.io/zone":"a"}}}` {
 		t.Errorf("patch = %s", c.patched)

@@ -2,6 +2,7 @@ package serverapp
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -21,9 +22,11 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver"
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
@@ -72,8 +75,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	for _, is := range cluster.Issued() {
 		log.Info("issued certificate", "file", is.File, "reason", is.Reason)
 	}
-	if _, err := pki.EnsureToken(filepath.Join(o.DataDir, NodeTokenFile)); err != nil {
+	joinSecret, err := pki.EnsureToken(filepath.Join(o.DataDir, NodeTokenFile))
+	if err != nil {
 		return fmt.Errorf("node token: %w", err)
+	}
+	joinServer, err := join.NewServer(join.ServerConfig{Cluster: cluster, Token: joinSecret, Clock: cfg.Clock, Logger: log})
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -115,19 +123,29 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 
+	authorizer := authz.New(authz.Config{})
+	nodeClient, err := kubeletClient(cluster)
+	if err != nil {
+		return err
+	}
 	resources := registry.All()
 	api, err := apiserver.New(apiserver.Config{
 		Storage:          store,
 		StorageOverrides: overrides,
 		Resources:        resources,
-		Admission: []admission.Plugin{admission.DefaultTolerationSeconds{
-			NotReadySeconds:    o.DefaultNotReadyTolerationSeconds,
-			UnreachableSeconds: o.DefaultUnreachableTolerationSeconds,
-		}},
-		Version: version.Info(),
-		Clock:   cfg.Clock,
-		Logger:  log,
-		Metrics: apiserver.NewMetrics(reg),
+		Admission: []admission.Plugin{
+			admission.DefaultTolerationSeconds{
+				NotReadySeconds:    o.DefaultNotReadyTolerationSeconds,
+				UnreachableSeconds: o.DefaultUnreachableTolerationSeconds,
+			},
+			admission.NodeRestriction{},
+		},
+		Authorizer: authorizer,
+		NodeClient: nodeClient,
+		Version:    version.Info(),
+		Clock:      cfg.Clock,
+		Logger:     log,
+		Metrics:    apiserver.NewMetrics(reg),
 
 		BookmarkInterval: o.BookmarkInterval,
 		EventTTL:         o.EventTTL,
@@ -148,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	defer apiWG.Wait()
 	defer cancel()
 
-	authenticator := authn.Union{authn.ClientCert{}}
+	authenticator := authn.Union{authn.ClientCert{}, joinServer.NodeTokens()}
 	if o.TokenFile != "" {
 		tokens, err := authn.LoadTokenFile(o.TokenFile)
 		if err != nil {
@@ -195,12 +213,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(version.Info())
 	})
+	// Joining happens before a node has credentials: the join server
+	// checks the join secret (or, to renew, the node's certificate) itself.
+	mux.Handle(join.PathPrefix, joinServer)
 	protected := http.NewServeMux()
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	protected.Handle("/openapi/", docs.Handler())
 	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
 	protected.Handle("/", apiserver.LimitInFlight(api, o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
-	mux.Handle("/", authn.Middleware(authenticator, protected, authn.Unauthorized))
+	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResource(protected), authn.Unauthorized))
 
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -439,4 +460,34 @@ func openAPIResources(resources []*registry.Resource) []openapi.Resource {
 		out = append(out, res)
 	}
 	return out
+}
+
+// kubeletClientName is the identity the server presents to node agents when
+// it fetches logs (kube-apiserver's kubelet-client certificate).
+const kubeletClientName = "system:kube-apiserver-kubelet-client"
+
+// kubeletClient returns the HTTP client pods/log uses to reach agents. It
+// presents a client certificate in system:masters, which the agent's log
+// endpoint requires; it does not verify the agent's self-signed serving
+// certificate, as kube-apiserver does not verify kubelets by default.
+func kubeletClient(cluster *pki.Cluster) (*http.Client, error) {
+	certPEM, keyPEM, err := cluster.IssueClientCert(kubeletClientName, []string{authn.GroupMasters}, 365*24*time.Hour)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{
+			Certificates:       []tls.Certificate{cert},
+			InsecureSkipVerify: true, //nolint:gosec // agents serve self-signed certificates; the client certificate authenticates us to them
+			MinVersion:         tls.VersionTLS12,
+		},
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+	}}, nil
 }

@@ -1,0 +1,330 @@
+// Package agent is the node agent (the kubelet's role): it registers the
+// Node, keeps its Lease renewed, posts NodeStatus, runs the pods bound to it
+// through a runtime, and serves their logs to the API server.
+//
+// This file wires the parts (register, lease, nodestatus, pods, logserver,
+// events), each of which owns one concern and talks to the API only through
+// a small client interface satisfied by API. The agent reaches the server
+// only through client-go; it never touches storage.
+package agent
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/agent/config"
+	"github.com/nodeplane/nodeplane/internal/agent/events"
+	"github.com/nodeplane/nodeplane/internal/agent/host"
+	"github.com/nodeplane/nodeplane/internal/agent/lease"
+	"github.com/nodeplane/nodeplane/internal/agent/logserver"
+	"github.com/nodeplane/nodeplane/internal/agent/nodestatus"
+	"github.com/nodeplane/nodeplane/internal/agent/pods"
+	"github.com/nodeplane/nodeplane/internal/agent/register"
+	"github.com/nodeplane/nodeplane/internal/agent/runtime"
+	"github.com/nodeplane/nodeplane/internal/version"
+)
+
+// Config configures an Agent.
+type Config struct {
+	// NodeName is the Node's name (validated by the caller).
+	NodeName string
+	Settings config.Settings
+	// Labels from --node-labels (checked against nodelabels by the caller).
+	Labels map[string]string
+	// NodeIPs from --node-ip (empty: detected).
+	NodeIPs []net.IP
+	Host    *host.Host
+	Runtime runtime.Runtime
+	API     API
+	// ClientCAs verifies the API server when it fetches logs.
+	ClientCAs *x509.CertPool
+	// Listen is the log endpoint's host:port (default 0.0.0.0:10250; port
+	// 0 picks one and publishes it in status.daemonEndpoints).
+	Listen string
+	Clock  clock.WithTicker
+	Rand   *rand.Rand
+	Logger *slog.Logger
+	// OnRepeatedFailure runs when heartbeats keep failing (close idle
+	// connections so a dead one is not reused).
+	OnRepeatedFailure func()
+}
+
+// Agent is a running node agent.
+type Agent struct {
+	cfg      Config
+	recorder *events.Recorder
+	manager  *pods.Manager
+	updater  *nodestatus.Updater
+	renewer  *lease.Renewer
+	logs     *logserver.Server
+
+	node      atomic.Pointer[corev1.Node]
+	addresses atomic.Pointer[[]corev1.NodeAddress]
+}
+
+// New checks cfg and builds the agent's parts.
+func New(cfg Config) (*Agent, error) {
+	if cfg.NodeName == "" || cfg.Host == nil || cfg.Runtime == nil || cfg.API.Core == nil {
+		return nil, errors.New("agent: NodeName, Host, Runtime and API are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "0.0.0.0:10250"
+	}
+	a := &Agent{cfg: cfg}
+	a.recorder = events.New(events.Config{Clock: cfg.Clock, Logger: cfg.Logger})
+
+	var err error
+	a.renewer, err = lease.New(lease.Config{
+		NodeName:          cfg.NodeName,
+		Duration:          time.Duration(cfg.Settings.NodeLeaseDurationSeconds) * time.Second,
+		Client:            cfg.API.Leases(),
+		NodeUID:           a.nodeUID,
+		Clock:             cfg.Clock,
+		Rand:              cfg.Rand,
+		Logger:            cfg.Logger,
+		OnRepeatedFailure: cfg.OnRepeatedFailure,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.updater, err = nodestatus.NewUpdater(nodestatus.Config{
+		NodeName:          cfg.NodeName,
+		Client:            cfg.API,
+		Observe:           a.observe,
+		Cached:            a.cachedNode,
+		Recorder:          nodeRecorder{a},
+		Clock:             cfg.Clock,
+		UpdateFrequency:   cfg.Settings.NodeStatusUpdateFrequency,
+		ReportFrequency:   cfg.Settings.NodeStatusReportFrequency,
+		OnRepeatedFailure: cfg.OnRepeatedFailure,
+		Logger:            cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.manager, err = pods.New(pods.Config{
+		NodeName: cfg.NodeName,
+		Runtime:  cfg.Runtime,
+		Client:   cfg.API,
+		Node:     a.cachedNode,
+		HostIPs:  a.hostIPs,
+		Recorder: podRecorder{a},
+		Clock:    cfg.Clock,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Notify is the runtime's change callback (wire it into the runtime's Config).
+func (a *Agent) Notify(uid types.UID) {
+	if a.manager != nil {
+		a.manager.Notify(uid)
+	}
+}
+
+// Run registers the node and runs every loop until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	log := a.cfg.Logger
+	logs, err := logserver.Listen(logserver.Config{
+		Listen: a.cfg.Listen, Runtime: a.cfg.Runtime, ClientCAs: a.cfg.ClientCAs,
+		Hosts: a.hostNames(), Clock: a.cfg.Clock, Logger: a.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("log endpoint: %w", err)
+	}
+	a.logs = logs
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := logs.Serve(ctx); err != nil {
+			log.Error("log endpoint stopped", "err", err)
+		}
+	}()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.recorder.Run(ctx) }()
+
+	regCfg := register.Config{Client: a.cfg.API, Clock: a.cfg.Clock, Logger: log}
+	var node *corev1.Node
+	if a.cfg.Settings.RegisterNode {
+		var created bool
+		node, created, err = register.Ensure(ctx, regCfg, a.initialNode)
+		if created {
+			// The first status went out with the Node: announce its conditions.
+			for _, e := range nodestatus.InitialEvents(node) {
+				nodeRecorder{a}.NodeEvent(e.Type, e.Reason, e.Message)
+			}
+		}
+	} else {
+		node, err = register.Wait(ctx, regCfg, a.cfg.NodeName)
+	}
+	if err != nil {
+		return fmt.Errorf("register node %q: %w", a.cfg.NodeName, err)
+	}
+	a.node.Store(node)
+	a.updater.Remember(node)
+
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		ReflectNode(ctx, a.cfg.API.Core, a.cfg.NodeName, Handlers[*corev1.Node]{
+			Upsert:  func(n *corev1.Node) { a.node.Store(n) },
+			Delete:  func(*corev1.Node) {},
+			Replace: func(ns []*corev1.Node) { a.replaceNode(ns) },
+		})
+	}()
+	go func() { defer wg.Done(); a.renewer.Run(ctx) }()
+	go func() { defer wg.Done(); a.updater.Run(ctx) }()
+	go func() {
+		defer wg.Done()
+		ReflectPods(ctx, a.cfg.API.Core, a.cfg.NodeName, Handlers[*corev1.Pod]{
+			Upsert: a.manager.Upsert, Delete: a.manager.Delete, Replace: a.manager.Replace,
+		})
+	}()
+	log.Info("agent running", "logPort", logs.Port())
+	a.manager.Run(ctx)
+	return nil
+}
+
+// Renewer exposes the lease renewer (for tests and diagnostics).
+func (a *Agent) Renewer() *lease.Renewer { return a.renewer }
+
+func (a *Agent) replaceNode(ns []*corev1.Node) {
+	for _, n := range ns {
+		if n.Name == a.cfg.NodeName {
+			a.node.Store(n)
+		}
+	}
+}
+
+func (a *Agent) cachedNode() (*corev1.Node, bool) {
+	n := a.node.Load()
+	return n, n != nil
+}
+
+func (a *Agent) nodeUID(ctx context.Context) (types.UID, error) {
+	if n := a.node.Load(); n != nil && n.UID != "" {
+		return n.UID, nil
+	}
+	n, err := a.cfg.API.GetNode(ctx, a.cfg.NodeName)
+	if err != nil {
+		return "", err
+	}
+	return n.UID, nil
+}
+
+func (a *Agent) hostNames() []string {
+	names := []string{a.cfg.NodeName, "localhost", "127.0.0.1"}
+	for _, ip := range a.cfg.NodeIPs {
+		names = append(names, ip.String())
+	}
+	return names
+}
+
+func (a *Agent) hostIPs() []string {
+	var ips []string
+	if p := a.addresses.Load(); p != nil {
+		for _, addr := range *p {
+			if addr.Type == corev1.NodeInternalIP {
+				ips = append(ips, addr.Address)
+			}
+		}
+	}
+	return ips
+}
+
+// observe reads the host for one status pass.
+func (a *Agent) observe(context.Context) (nodestatus.Observation, error) {
+	s := a.cfg.Settings
+	var obs nodestatus.Observation
+	machine, err := a.cfg.Host.Machine()
+	if err != nil {
+		a.cfg.Logger.Debug("machine info incomplete", "err", err)
+	}
+	obs.Capacity = config.Capacity(machine, s)
+	obs.Allocatable = config.Allocatable(obs.Capacity, s)
+	info, err := a.cfg.Host.Info()
+	if err != nil {
+		a.cfg.Logger.Debug("node info incomplete", "err", err)
+	}
+	info.KubeletVersion = version.AgentVersion()
+	info.ContainerRuntimeVersion = a.cfg.Runtime.Version()
+	info.OperatingSystem, info.Architecture = goruntime.GOOS, goruntime.GOARCH
+	obs.NodeInfo = info
+	hostname, _ := a.cfg.Host.Hostname()
+	if hostname == "" {
+		hostname = a.cfg.NodeName
+	}
+	addrs, err := a.cfg.Host.Addresses(a.cfg.NodeIPs, hostname)
+	if err != nil {
+		return obs, fmt.Errorf("node addresses: %w", err)
+	}
+	a.addresses.Store(&addrs)
+	obs.Addresses = addrs
+	if a.logs != nil {
+		obs.DaemonPort = a.logs.Port()
+	}
+	signals, err := a.cfg.Host.Signals()
+	if err != nil {
+		a.cfg.Logger.Debug("eviction signals incomplete", "err", err)
+	}
+	obs.MemoryPressure, obs.DiskPressure, obs.PIDPressure = config.Pressure(signals, s)
+	return obs, nil
+}
+
+func (a *Agent) initialNode() *corev1.Node {
+	obs, err := a.observe(context.Background())
+	if err != nil {
+		a.cfg.Logger.Warn("initial node status incomplete", "err", err)
+	}
+	hostname, _ := a.cfg.Host.Hostname()
+	if hostname == "" {
+		hostname = a.cfg.NodeName
+	}
+	status, _ := nodestatus.Compute(nil, obs, a.cfg.Clock.Now())
+	return register.InitialNode(register.Spec{
+		Name: a.cfg.NodeName, Hostname: hostname, OS: goruntime.GOOS, Arch: goruntime.GOARCH,
+		Labels: a.cfg.Labels, Taints: a.cfg.Settings.RegisterWithTaints,
+	}, status)
+}
+
+type nodeRecorder struct{ a *Agent }
+
+func (r nodeRecorder) NodeEvent(eventType, reason, message string) {
+	r.a.recorder.Event(r.a.cfg.API, r.a.cfg.NodeName, events.NodeRef(r.a.cfg.NodeName), eventType, reason, message)
+}
+
+type podRecorder struct{ a *Agent }
+
+func (r podRecorder) PodEvent(p *corev1.Pod, eventType, reason, message string) {
+	r.a.recorder.Event(r.a.cfg.API, r.a.cfg.NodeName, events.PodRef(p), eventType, reason, message)
+}

@@ -1,0 +1,245 @@
+// Package logserver serves container logs from the node agent to the API
+// server, which proxies `kubectl logs` (pods/log) here: GET
+// /containerLogs/<namespace>/<pod>/<container> with the kubelet's query
+// parameters (follow, previous, timestamps, tailLines, limitBytes,
+// sinceSeconds).
+//
+// Only the API server may call it: the listener requires a client
+// certificate issued by the cluster CA whose organization is system:masters
+// (the API server's kubelet-client certificate). The agent's serving
+// certificate is self-signed; the API server does not verify it, as
+// kube-apiserver does not verify kubelets by default.
+//
+// It reads logs only through the runtime.Runtime interface.
+package logserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/agent/runtime"
+)
+
+// MastersGroup is the organization a caller's certificate must carry.
+const MastersGroup = "system:masters"
+
+// Config configures a Server.
+type Config struct {
+	// Listen is host:port (port 0 picks a free one).
+	Listen  string
+	Runtime runtime.Runtime
+	// ClientCAs verifies callers (the cluster CA).
+	ClientCAs *x509.CertPool
+	// Hosts are put in the self-signed serving certificate.
+	Hosts  []string
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
+}
+
+// Server is the agent's HTTPS endpoint.
+type Server struct {
+	cfg Config
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Listen opens the listener; Serve serves it.
+func Listen(cfg Config) (*Server, error) {
+	if cfg.Runtime == nil || cfg.ClientCAs == nil {
+		return nil, errors.New("logserver: Runtime and ClientCAs are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cert, err := selfSigned(cfg.Hosts, cfg.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	s := &Server{cfg: cfg, ln: ln}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.logs)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	s.srv = &http.Server{
+		Handler: s.authorize(mux),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			ClientCAs:    cfg.ClientCAs,
+			MinVersion:   tls.VersionTLS12,
+		},
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// Port is the port listened on.
+func (s *Server) Port() int32 { return int32(s.ln.Addr().(*net.TCPAddr).Port) }
+
+// Serve serves until ctx ends.
+func (s *Server) Serve(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(sctx)
+	}()
+	err := s.srv.ServeTLS(s.ln, "", "")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || !slices.Contains(r.TLS.VerifiedChains[0][0].Subject.Organization, MastersGroup) {
+			http.Error(w, "forbidden: only the API server may read logs", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, err := parseOptions(r, s.cfg.Clock.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var found *runtime.PodStatus
+	for _, p := range s.cfg.Runtime.Pods() {
+		if p.Namespace == ns && p.Name == name && (found == nil || !p.Killed) {
+			found = &p
+		}
+	}
+	if found == nil {
+		http.Error(w, fmt.Sprintf("pod %s/%s is not running on this node", ns, name), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fw := &flushWriter{w: w}
+	if f, ok := w.(http.Flusher); ok {
+		fw.f = f
+	}
+	if err := s.cfg.Runtime.Logs(r.Context(), found.UID, container, opts, fw); err != nil && !fw.wrote {
+		http.Error(w, err.Error(), http.StatusNotFound)
+	}
+}
+
+func parseOptions(r *http.Request, now time.Time) (runtime.LogOptions, error) {
+	q := r.URL.Query()
+	opts := runtime.LogOptions{TailLines: -1}
+	var err error
+	boolean := func(name string) bool {
+		v := q.Get(name)
+		if v == "" || err != nil {
+			return false
+		}
+		b, perr := strconv.ParseBool(v)
+		if perr != nil {
+			err = fmt.Errorf("%s: %q is not a boolean", name, v)
+		}
+		return b
+	}
+	number := func(name string) int64 {
+		v := q.Get(name)
+		if v == "" || err != nil {
+			return -1
+		}
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || n < 0 {
+			err = fmt.Errorf("%s: %q is not a non-negative integer", name, v)
+		}
+		return n
+	}
+	opts.Follow = boolean("follow")
+	opts.Previous = boolean("previous")
+	opts.Timestamps = boolean("timestamps")
+	opts.TailLines = number("tailLines")
+	if n := number("limitBytes"); n > 0 {
+		opts.LimitBytes = n
+	}
+	if n := number("sinceSeconds"); n > 0 {
+		opts.Since = now.Add(-time.Duration(n) * time.Second)
+	}
+	if t := q.Get("sinceTime"); t != "" && err == nil {
+		ts, perr := time.Parse(time.RFC3339, t)
+		if perr != nil {
+			err = fmt.Errorf("sinceTime: %q is not RFC3339", t)
+		}
+		opts.Since = ts
+	}
+	return opts, err
+}
+
+type flushWriter struct {
+	w     http.ResponseWriter
+	f     http.Flusher
+	wrote bool
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	f.wrote = true
+	n, err := f.w.Write(p)
+	if f.f != nil {
+		f.f.Flush()
+	}
+	return n, err
+}
+
+func selfSigned(hosts []string, now time.Time) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("serving key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "nodeplane-agent"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h = strings.TrimSpace(h); h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("self-signed certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

@@ -1,0 +1,185 @@
+// Package agentapp is the `nodeplane agent` command: its flags and
+// KubeletConfiguration file, their validation (each error names its flag or
+// field), joining the cluster, and the wiring of the agent's parts.
+package agentapp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/nodelabels"
+)
+
+// Options are the raw flag values.
+type Options struct {
+	Server     string
+	Token      string
+	TokenFile  string
+	DataDir    string
+	NodeName   string
+	NodeLabels map[string]string
+	NodeIPs    []string
+	ConfigFile string
+	// Address and Port of the log endpoint the API server calls.
+	Address string
+	Port    int
+	// Flags that override KubeletConfiguration fields when set.
+	RegisterNode              bool
+	RegisterWithTaints        []string
+	MaxPods                   int32
+	NodeStatusUpdateFrequency time.Duration
+
+	Logging logging.Options
+}
+
+// DefaultOptions are the flag defaults.
+func DefaultOptions() Options {
+	return Options{
+		DataDir:                   "/var/lib/nodeplane/agent",
+		Address:                   "0.0.0.0",
+		Port:                      10250,
+		RegisterNode:              true,
+		MaxPods:                   110,
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		Logging:                   logging.Options{Level: "info", Format: "text"},
+	}
+}
+
+// AddFlags registers the agent flags (kubelet names where one exists).
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Server, "server", o.Server, "URL of the nodeplane server, e.g. https://10.0.0.1:6443")
+	fs.StringVar(&o.Token, "token", o.Token, "Join secret (the server's <data-dir>/node-token); prefer --token-file")
+	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "File holding the join secret")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the agent's identity (certificate, key, CA) and pod state and logs")
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Node name (default: the host name, lower-cased); must be a DNS subdomain")
+	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels to add when registering, key=value,...; keys under kubernetes.io or k8s.io must be ones a node may set")
+	fs.StringSliceVar(&o.NodeIPs, "node-ip", o.NodeIPs, "IP address(es) of the node (one, or an IPv4,IPv6 pair); default: the address of the default-route interface")
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override its fields")
+	fs.StringVar(&o.Address, "address", o.Address, "Address the log endpoint (called by the API server for kubectl logs) listens on")
+	fs.IntVar(&o.Port, "port", o.Port, "Port of the log endpoint; 0 picks a free one (published in the Node's status.daemonEndpoints)")
+	fs.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "Create the Node object; false waits for an admin-created Node of this name (overrides registerNode)")
+	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints to register the node with, key[=value]:Effect,... — first creation only (overrides registerWithTaints)")
+	fs.Int32Var(&o.MaxPods, "max-pods", o.MaxPods, "Most pods this node runs (overrides maxPods)")
+	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node status is recomputed (overrides nodeStatusUpdateFrequency)")
+	o.Logging.AddFlags(fs)
+}
+
+// Validate checks the flags that can be checked without the host and names
+// the flag at fault.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Server == "" {
+		errs = append(errs, errors.New("--server is required (the nodeplane server's URL)"))
+	} else if u, err := url.Parse(o.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--server %q: want an https:// URL", o.Server))
+	}
+	if o.Token != "" && o.TokenFile != "" {
+		errs = append(errs, errors.New("--token and --token-file are mutually exclusive"))
+	}
+	if strings.TrimSpace(o.DataDir) == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d: want 0-65535", o.Port))
+	}
+	if net.ParseIP(o.Address) == nil {
+		errs = append(errs, fmt.Errorf("--address %q is not an IP address", o.Address))
+	}
+	if _, err := ParseNodeIPs(o.NodeIPs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ValidateNodeLabels(o.NodeLabels); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := ParseTaints(o.RegisterWithTaints); err != nil {
+		errs = append(errs, fmt.Errorf("--register-with-taints: %w", err))
+	}
+	if o.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("--max-pods must be > 0, got %d", o.MaxPods))
+	}
+	if o.NodeStatusUpdateFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("--node-status-update-frequency must be > 0, got %v", o.NodeStatusUpdateFrequency))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseNodeIPs parses --node-ip: one address or a dual-stack pair.
+func ParseNodeIPs(values []string) ([]net.IP, error) {
+	var ips []net.IP
+	for _, v := range values {
+		ip := net.ParseIP(strings.TrimSpace(v))
+		if ip == nil {
+			return nil, fmt.Errorf("--node-ip %q is not an IP address", v)
+		}
+		ips = append(ips, ip)
+	}
+	switch {
+	case len(ips) > 2:
+		return nil, fmt.Errorf("--node-ip: at most two addresses (an IPv4,IPv6 pair), got %d", len(ips))
+	case len(ips) == 2 && (ips[0].To4() == nil) == (ips[1].To4() == nil):
+		return nil, fmt.Errorf("--node-ip: two addresses must be one IPv4 and one IPv6, got %s and %s", ips[0], ips[1])
+	}
+	return ips, nil
+}
+
+// ValidateNodeLabels checks --node-labels: valid keys and values, and no key
+// a node may not set on itself (the kubelet refuses to start on those).
+func ValidateNodeLabels(labels map[string]string) error {
+	var errs []error
+	keys := make([]string, 0, len(labels))
+	for k, v := range labels {
+		keys = append(keys, k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, fmt.Errorf("--node-labels: key %q: %s", k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, fmt.Errorf("--node-labels: value %q of %q: %s", v, k, msg))
+		}
+	}
+	sort.Strings(keys)
+	if bad := nodelabels.Forbidden(keys); len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("--node-labels: a node may not set these labels on itself: %s (keys under kubernetes.io or k8s.io must be well-known kubelet labels or under kubelet.kubernetes.io or node.kubernetes.io; node-restriction.kubernetes.io is reserved for admins)", strings.Join(bad, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseTaints parses key[=value]:Effect entries.
+func ParseTaints(specs []string) ([]corev1.Taint, error) {
+	var out []corev1.Taint
+	seen := map[string]bool{}
+	for _, s := range specs {
+		kv, effect, ok := strings.Cut(s, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want key[=value]:Effect", s)
+		}
+		key, value, _ := strings.Cut(kv, "=")
+		for _, msg := range validation.IsQualifiedName(key) {
+			return nil, fmt.Errorf("%q: key: %s", s, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(value) {
+			return nil, fmt.Errorf("%q: value: %s", s, msg)
+		}
+		e := corev1.TaintEffect(effect)
+		switch e {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			return nil, fmt.Errorf("%q: effect must be NoSchedule, PreferNoSchedule or NoExecute", s)
+		}
+		if seen[key+":"+effect] {
+			return nil, fmt.Errorf("%q: duplicate taint %s:%s", s, key, effect)
+		}
+		seen[key+":"+effect] = true
+		out = append(out, corev1.Taint{Key: key, Value: value, Effect: e})
+	}
+	return out, nil
+}

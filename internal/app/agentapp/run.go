@@ -1,0 +1,222 @@
+package agentapp
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/agent"
+	"github.com/nodeplane/nodeplane/internal/agent/config"
+	"github.com/nodeplane/nodeplane/internal/agent/host"
+	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
+	"github.com/nodeplane/nodeplane/internal/join"
+	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/version"
+)
+
+// ShimCommandName is the hidden subcommand the process runtime re-executes
+// this binary as, to supervise one container.
+const ShimCommandName = "agent-shim"
+
+// Config is what Run needs.
+type Config struct {
+	Options Options
+	// Changed reports whether a flag was set on the command line (flags
+	// override the config file only then).
+	Changed func(flag string) bool
+	Logger  *slog.Logger
+	Clock   clock.WithTicker
+	// CAPEM, when set, is a cluster CA the caller already trusts (nodeplane
+	// up runs the server in-process); the join skips the cluster-info step.
+	CAPEM []byte
+}
+
+// Command returns `nodeplane agent`.
+func Command(stderr io.Writer) *cobra.Command {
+	o := DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: join the cluster, register this machine as a Node, heartbeat, run pods as processes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			logger, err := logging.New(stderr, o.Logging)
+			if err != nil {
+				return err
+			}
+			return Run(cmd.Context(), Config{Options: o, Changed: cmd.Flags().Changed, Logger: logger})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Settings resolves the KubeletConfiguration file and the flags that
+// override it.
+func Settings(o Options, changed func(string) bool) (config.Settings, error) {
+	s := config.Defaults()
+	if o.ConfigFile != "" {
+		file, err := config.Load(o.ConfigFile)
+		if err != nil {
+			return s, fmt.Errorf("--config: %w", err)
+		}
+		if s, err = config.Resolve(file); err != nil {
+			return s, fmt.Errorf("--config %s: %w", o.ConfigFile, err)
+		}
+	}
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	if changed("register-node") {
+		s.RegisterNode = o.RegisterNode
+	}
+	if changed("register-with-taints") {
+		taints, err := ParseTaints(o.RegisterWithTaints)
+		if err != nil {
+			return s, fmt.Errorf("--register-with-taints: %w", err)
+		}
+		s.RegisterWithTaints = taints
+	}
+	if changed("max-pods") {
+		s.MaxPods = o.MaxPods
+	}
+	if changed("node-status-update-frequency") {
+		s.NodeStatusUpdateFrequency = o.NodeStatusUpdateFrequency
+	}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// Run joins the cluster and runs the agent until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	o := cfg.Options
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	settings, err := Settings(o, cfg.Changed)
+	if err != nil {
+		return err
+	}
+	nodeIPs, err := ParseNodeIPs(o.NodeIPs)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
+	}
+	h := host.New(host.Config{Root: "/", DataDir: o.DataDir})
+	nodeName, err := h.NodeName(o.NodeName)
+	if err != nil {
+		return err
+	}
+	token := o.Token
+	if o.TokenFile != "" {
+		b, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+		if token == "" {
+			return fmt.Errorf("--token-file %s is empty", o.TokenFile)
+		}
+	}
+	log = log.With("node", nodeName)
+
+	id, err := join.Ensure(ctx, join.ClientConfig{
+		Server: o.Server, Token: token, CAPEM: cfg.CAPEM, DataDir: o.DataDir, NodeName: nodeName,
+		Clock: cfg.Clock, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	go id.RunRenewal(ctx)
+	rc := id.RESTConfig()
+	rc.QPS, rc.Burst = 50, 100
+	rc.UserAgent = "nodeplane-agent/" + version.Version
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("api client: %w", err)
+	}
+	coord, err := coordinationv1client.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("api client: %w", err)
+	}
+	caPool := x509.NewCertPool()
+	if !caPool.AppendCertsFromPEM(id.CAPEM()) {
+		return errors.New("cluster CA does not parse")
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable for the runtime shim: %w", err)
+	}
+	nodeIP := ""
+	if len(nodeIPs) > 0 {
+		nodeIP = nodeIPs[0].String()
+	}
+	var ag *agent.Agent
+	notify := func(uid types.UID) {
+		if ag != nil {
+			ag.Notify(uid)
+		}
+	}
+	rt, err := process.New(process.Config{
+		StateDir:    filepath.Join(o.DataDir, "runtime"),
+		ShimCommand: []string{exe, ShimCommandName},
+		NodeName:    nodeName,
+		NodeIP:      nodeIP,
+		Clock:       cfg.Clock,
+		Logger:      log,
+		Notify:      notify,
+	})
+	if err != nil {
+		return err
+	}
+	ag, err = agent.New(agent.Config{
+		NodeName:  nodeName,
+		Settings:  settings,
+		Labels:    o.NodeLabels,
+		NodeIPs:   nodeIPs,
+		Host:      h,
+		Runtime:   rt,
+		API:       agent.API{Core: core, Coordination: coord},
+		ClientCAs: caPool,
+		Listen:    net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
+		Clock:     cfg.Clock,
+		Logger:    log,
+		OnRepeatedFailure: func() {
+			// A half-dead connection must not carry the next heartbeat.
+			if c, ok := rc.Transport.(interface{ CloseIdleConnections() }); ok {
+				c.CloseIdleConnections()
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return ag.Run(ctx)
+}
