@@ -27,7 +27,9 @@ type agentOptions struct {
 	dataDir string
 	// config is the KubeletConfiguration YAML body (apiVersion/kind added).
 	config string
-	args   []string
+	// tokenFile replaces the server's node-token.
+	tokenFile string
+	args      []string
 }
 
 // startAgent starts an agent joined to s. It does not wait for the Node.
@@ -36,7 +38,10 @@ func startAgent(t *testing.T, s *serverProc, o agentOptions) *agentProc {
 	if o.dataDir == "" {
 		o.dataDir = filepath.Join(t.TempDir(), "agent-"+o.name)
 	}
-	args := []string{"agent", "--server", s.restConfig().Host, "--token-file", filepath.Join(s.dataDir, "node-token"),
+	if o.tokenFile == "" {
+		o.tokenFile = filepath.Join(s.dataDir, "node-token")
+	}
+	args := []string{"agent", "--server", s.restConfig().Host, "--token-file", o.tokenFile,
 		"--data-dir", o.dataDir, "--node-name", o.name, "--port", "0", "--log-level", "debug"}
 	if o.config != "" {
 		path := filepath.Join(t.TempDir(), o.name+"-config.yaml")

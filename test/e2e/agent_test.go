@@ -296,3 +296,108 @@ func waitPodPhase(t *testing.T, cs kubernetes.Interface, name string, phase core
 	})
 	return p
 }
+
+// TestAgentIdentity checks joining and the node identity from outside: a
+// wrong join secret is refused clearly and registers nothing; an agent with
+// --register-node=false waits for the admin's Node and then runs it; and
+// the agent's own credentials get 403 for what SPEC §8 forbids.
+func TestAgentIdentity(t *testing.T) {
+	ctx := context.Background()
+	s := startServer(t, serverOptions{})
+	cs := s.client()
+
+	t.Run("a wrong join secret is refused and nothing is registered", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad-token")
+		if err := os.WriteFile(bad, []byte("not-the-secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dataDir := filepath.Join(t.TempDir(), "agent-intruder")
+		a := startAgent(t, s, agentOptions{name: "intruder", dataDir: dataDir, tokenFile: bad})
+		err, exited := a.exited(30 * time.Second)
+		if !exited || err == nil {
+			t.Fatalf("agent with a wrong secret did not fail (exited %v, err %v)", exited, err)
+		}
+		if !strings.Contains(a.logs(), "join token rejected") {
+			t.Errorf("no clear refusal in the agent's output:\n%s", a.logs())
+		}
+		if _, err := cs.CoreV1().Nodes().Get(ctx, "intruder", metav1.GetOptions{}); err == nil {
+			t.Errorf("a node was registered with a wrong join secret")
+		}
+		if entries, _ := os.ReadDir(filepath.Join(dataDir, "pki")); len(entries) > 0 {
+			t.Errorf("identity files written despite the refusal: %v", entries)
+		}
+	})
+
+	t.Run("register-node=false waits for an admin-created node", func(t *testing.T) {
+		startAgent(t, s, agentOptions{name: "manual", config: agentTestConfig, args: []string{"--register-node=false"}})
+		time.Sleep(2 * time.Second)
+		if _, err := cs.CoreV1().Nodes().Get(ctx, "manual", metav1.GetOptions{}); err == nil {
+			t.Fatal("the agent created its node despite --register-node=false")
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "manual"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "admin-created node Ready", func() error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, "manual", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if condition(n, corev1.NodeReady).Status != corev1.ConditionTrue {
+				return fmt.Errorf("Ready = %+v", condition(n, corev1.NodeReady))
+			}
+			return nil
+		})
+	})
+
+	t.Run("the agent's own credentials are scoped to its node", func(t *testing.T) {
+		a := startAgent(t, s, agentOptions{name: "self", config: agentTestConfig})
+		eventually(t, 30*time.Second, "node self registered", func() error {
+			_, err := cs.CoreV1().Nodes().Get(ctx, "self", metav1.GetOptions{})
+			return err
+		})
+		node := nodeClient(t, s, a)
+		forbidden := map[string]func() error{
+			"get another node": func() error {
+				_, err := node.CoreV1().Nodes().Get(ctx, "manual", metav1.GetOptions{})
+				return err
+			},
+			"list all nodes": func() error {
+				_, err := node.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				return err
+			},
+			"list all pods": func() error {
+				_, err := node.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+				return err
+			},
+			"change its own taints": func() error {
+				_, err := node.CoreV1().Nodes().Patch(ctx, "self", "application/merge-patch+json",
+					[]byte(`{"spec":{"taints":[{"key":"x","effect":"NoSchedule"}]}}`), metav1.PatchOptions{})
+				return err
+			},
+			"set a node-restriction label": func() error {
+				_, err := node.CoreV1().Nodes().Patch(ctx, "self", "application/merge-patch+json",
+					[]byte(`{"metadata":{"labels":{"node-restriction.kubernetes.io/trusted":"yes"}}}`), metav1.PatchOptions{})
+				return err
+			},
+			"renew another node's lease": func() error {
+				_, err := node.CoordinationV1().Leases("kube-node-lease").Get(ctx, "manual", metav1.GetOptions{})
+				return err
+			},
+			"create a namespace": func() error {
+				_, err := node.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}, metav1.CreateOptions{})
+				return err
+			},
+		}
+		for what, call := range forbidden {
+			if err := call(); !apierrorsIsForbidden(err) {
+				t.Errorf("%s: got %v, want 403 Forbidden", what, err)
+			}
+		}
+		if _, err := node.CoreV1().Nodes().Get(ctx, "self", metav1.GetOptions{}); err != nil {
+			t.Errorf("get own node: %v", err)
+		}
+		if _, err := node.CoordinationV1().Leases("kube-node-lease").Get(ctx, "self", metav1.GetOptions{}); err != nil {
+			t.Errorf("get own lease: %v", err)
+		}
+	})
+}
