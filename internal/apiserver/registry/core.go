@@ -126,6 +126,7 @@ func Pods() *Resource {
 			{Name: "status", Verbs: statusVerbs},
 			{Name: "binding", GVK: coreV1.WithKind("Binding"), Verbs: []string{"create"}},
 			{Name: "eviction", GVK: policyV1.WithKind("Eviction"), Verbs: []string{"create"}},
+			{Name: "log", Verbs: []string{"get"}},
 		},
 		Printer: printers.Pods(),
 		Strategy: Strategy{
