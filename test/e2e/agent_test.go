@@ -151,6 +151,27 @@ func TestAgents(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl logs -f streams until the container exits", func(t *testing.T) {
+		m := podManifest("counter", "n1", `for i in 1 2 3 4 5; do echo "line $i"; sleep 0.5; done`)
+		m = strings.Replace(m, "  containers:", "  restartPolicy: Never\n  containers:", 1)
+		s.mustKubectl(t, kubectl, "apply", "-f", writeManifest(t, m))
+		waitPodPhase(t, cs, "counter", corev1.PodRunning)
+		start := time.Now()
+		out := s.mustKubectl(t, kubectl, "logs", "-f", "counter")
+		for i := 1; i <= 5; i++ {
+			if !strings.Contains(out, fmt.Sprintf("line %d", i)) {
+				t.Errorf("followed log lacks line %d:\n%s", i, out)
+			}
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("kubectl logs -f took %v to end after the container exited", d)
+		}
+		p := waitPodPhase(t, cs, "counter", corev1.PodSucceeded)
+		if st := p.Status.ContainerStatuses[0].State.Terminated; st == nil || st.ExitCode != 0 || st.Reason != "Completed" {
+			t.Errorf("terminated state = %+v", st)
+		}
+	})
+
 	t.Run("a pod that does not fit is rejected with the kubelet's reason", func(t *testing.T) {
 		m := podManifest("huge", "n3", "sleep 1")
 		m = strings.Replace(m, "    command:", "    resources: {requests: {cpu: \"1000\"}}\n    command:", 1)
