@@ -196,6 +196,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Containers keep running after the agent stops (their shims are
+	// detached); the next agent adopts them.
+	defer rt.Close()
 	ag, err = agent.New(agent.Config{
 		NodeName:  nodeName,
 		Settings:  settings,
