@@ -458,7 +458,7 @@ type Status struct {
 	// RenewalsPerSecond since the start (or the last ResetStats).
 	RenewalsPerSecond float64 `json:"renewalsPerSecond"`
 	// TargetPerSecond is what the nodes should achieve: running nodes
-	// divided by the renew interval.
+	// divided by the mean renew interval (with jitter).
 	TargetPerSecond float64 `json:"targetPerSecond"`
 	RenewP50        string  `json:"renewP50"`
 	RenewP99        string  `json:"renewP99"`
@@ -507,7 +507,8 @@ func (s *Sim) Status() Status {
 		st.Pods += b
 	}
 	sort.Strings(st.Paused)
-	interval := time.Duration(float64(s.cfg.LeaseDuration) * lease.RenewFraction)
+	// Renewals come every interval plus 0–4 % jitter: 2 % on average.
+	interval := time.Duration(float64(s.cfg.LeaseDuration) * lease.RenewFraction * (1 + lease.MaxJitter/2))
 	st.TargetPerSecond = float64(running) / interval.Seconds()
 	return st
 }
