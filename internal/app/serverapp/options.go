@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/logging"
 )
 
@@ -47,6 +48,84 @@ type Options struct {
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
 	Logging                     logging.Options
+
+	Controllers Controllers
+}
+
+// Controllers are the kube-controller-manager flags of the built-in
+// controllers (upstream names and defaults).
+type Controllers struct {
+	// Enabled is --controllers: *, name, -name.
+	Enabled     []string
+	LeaderElect bool
+	// LeaseDuration, RenewDeadline and RetryPeriod of the leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	NodeMonitorPeriod         time.Duration
+	NodeMonitorGracePeriod    time.Duration
+	NodeStartupGracePeriod    time.Duration
+	NodeEvictionRate          float64
+	SecondaryNodeEvictionRate float64
+	UnhealthyZoneThreshold    float64
+	LargeClusterSizeThreshold int
+	TerminatedPodGCThreshold  int
+}
+
+// DefaultControllers are the upstream defaults.
+func DefaultControllers() Controllers {
+	return Controllers{
+		Enabled: []string{"*"}, LeaderElect: true,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 50 * time.Second, NodeStartupGracePeriod: 60 * time.Second,
+		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
+		TerminatedPodGCThreshold: 12500,
+	}
+}
+
+// AddFlags registers the controller flags.
+func (c *Controllers) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&c.Enabled, "controllers", c.Enabled, "Controllers to run: * for all, name to enable one, -name to disable one (e.g. *,-taint-eviction-controller); names: "+strings.Join(manager.Known, ", "))
+	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "Elect one leader among servers (Lease kube-system/kube-controller-manager) to run the controllers")
+	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "How long a non-leader waits after the last renewal before taking over")
+	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "How long the leader retries renewing before giving up leadership")
+	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "Wait between leader election attempts")
+	fs.DurationVar(&c.NodeMonitorPeriod, "node-monitor-period", c.NodeMonitorPeriod, "How often the node lifecycle controller checks node health")
+	fs.DurationVar(&c.NodeMonitorGracePeriod, "node-monitor-grace-period", c.NodeMonitorGracePeriod, "How long a node may go without a heartbeat before it is marked Unknown; must exceed the agents' lease renew interval")
+	fs.DurationVar(&c.NodeStartupGracePeriod, "node-startup-grace-period", c.NodeStartupGracePeriod, "Grace period for a node that never posted Ready")
+	fs.Float64Var(&c.NodeEvictionRate, "node-eviction-rate", c.NodeEvictionRate, "Nodes per second that get NoExecute taints in a healthy zone")
+	fs.Float64Var(&c.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", c.SecondaryNodeEvictionRate, "Nodes per second that get NoExecute taints in a partially disrupted large zone")
+	fs.Float64Var(&c.UnhealthyZoneThreshold, "unhealthy-zone-threshold", c.UnhealthyZoneThreshold, "Fraction of not-Ready nodes (at least 3) that makes a zone partially disrupted")
+	fs.IntVar(&c.LargeClusterSizeThreshold, "large-cluster-size-threshold", c.LargeClusterSizeThreshold, "Zones with more nodes than this are large (secondary rate in partial disruption; small ones stop)")
+	fs.IntVar(&c.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.TerminatedPodGCThreshold, "Terminated pods kept before the oldest are deleted; 0 disables")
+}
+
+// Validate names the flag at fault.
+func (c *Controllers) Validate() []error {
+	var errs []error
+	if _, err := manager.ParseSelection(c.Enabled); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LeaderElect && (c.LeaseDuration <= c.RenewDeadline || c.RenewDeadline <= c.RetryPeriod || c.RetryPeriod <= 0) {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must exceed --leader-elect-renew-deadline (%v), which must exceed --leader-elect-retry-period (%v) > 0", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--node-monitor-period", c.NodeMonitorPeriod}, {"--node-monitor-grace-period", c.NodeMonitorGracePeriod}, {"--node-startup-grace-period", c.NodeStartupGracePeriod}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be > 0, got %v", d.flag, d.v))
+		}
+	}
+	if c.NodeEvictionRate < 0 || c.SecondaryNodeEvictionRate < 0 {
+		errs = append(errs, fmt.Errorf("--node-eviction-rate and --secondary-node-eviction-rate must be >= 0, got %v and %v", c.NodeEvictionRate, c.SecondaryNodeEvictionRate))
+	}
+	if c.UnhealthyZoneThreshold <= 0 || c.UnhealthyZoneThreshold > 1 {
+		errs = append(errs, fmt.Errorf("--unhealthy-zone-threshold must be in (0, 1], got %v", c.UnhealthyZoneThreshold))
+	}
+	if c.LargeClusterSizeThreshold < 0 || c.TerminatedPodGCThreshold < 0 {
+		errs = append(errs, fmt.Errorf("--large-cluster-size-threshold and --terminated-pod-gc-threshold must be >= 0, got %d and %d", c.LargeClusterSizeThreshold, c.TerminatedPodGCThreshold))
+	}
+	return errs
 }
 
 // DefaultOptions are the flag defaults.
@@ -63,6 +142,7 @@ func DefaultOptions() Options {
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
+		Controllers:                         DefaultControllers(),
 	}
 }
 
@@ -88,6 +168,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, keep serving this long with /readyz failing so load balancers stop sending requests before the listener closes")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a stop waits for in-flight requests to finish")
 	o.Logging.AddFlags(fs)
+	o.Controllers.AddFlags(fs)
 }
 
 // Validate checks the flags and names the flag at fault.
@@ -149,6 +230,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--etcd-servers: %q is not an http:// or https:// URL", u))
 		}
 	}
+	errs = append(errs, o.Controllers.Validate()...)
 	return errors.Join(errs...)
 }
 

@@ -250,6 +250,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	started.Store(true)
 	log.Info("nodeplane server ready", "url", url, "kubeconfig", kubeconfig, "startup", cfg.Clock.Since(start).Round(time.Millisecond))
+	ctrlCtx, stopControllers := context.WithCancel(runCtx)
+	ctrlDone := make(chan error, 1)
+	go func() { ctrlDone <- runControllers(ctrlCtx, o.Controllers, cluster, url, cfg.Clock, log, reg) }()
+	defer func() {
+		stopControllers()
+		<-ctrlDone
+	}()
 	if cfg.Ready != nil {
 		cfg.Ready(url)
 	}
@@ -258,7 +265,18 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		log.Info("stopping")
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
+	case err := <-ctrlDone:
+		ctrlDone <- err // for the deferred wait
+		if err != nil {
+			return fmt.Errorf("controllers: %w", err)
+		}
 	}
+	// Controllers stop first (releasing leadership) while the API still serves.
+	stopControllers()
+	if err := <-ctrlDone; err != nil {
+		log.Warn("controllers stopped with an error", "err", err)
+	}
+	ctrlDone <- nil
 	shuttingDown.Store(true)
 	if o.ShutdownDelay > 0 {
 		<-cfg.Clock.After(o.ShutdownDelay)

@@ -1,0 +1,211 @@
+// Package manager runs nodeplane's controllers inside the server, as
+// kube-controller-manager does beside kube-apiserver: it elects one leader
+// among the servers (a Lease in kube-system), and on the leader starts the
+// enabled controllers on one shared informer factory. When leadership is
+// lost it stops them and campaigns again; each leadership term starts from
+// fresh informers, so a new leader never acts on another term's cache.
+//
+// Controllers reach the cluster only through the API (client-go); the
+// manager owns nothing but the leadership term and the informers.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
+)
+
+// Controller is one control loop.
+type Controller interface {
+	// Name is the upstream kube-controller-manager name (--controllers).
+	Name() string
+	// Prepare registers the informers and event handlers the controller
+	// needs for one leadership term; it runs before the informers start.
+	Prepare(term *Term) error
+	// Run works until ctx ends (the term is over). Informers are synced.
+	Run(ctx context.Context)
+}
+
+// Term is one leadership term.
+type Term struct {
+	Informers informers.SharedInformerFactory
+	// Since is when this server became leader.
+	Since time.Time
+}
+
+// Config configures the manager.
+type Config struct {
+	Client      kubernetes.Interface
+	Controllers []Controller
+	// LeaderElect campaigns for the Lease kube-system/<LeaseName>; false
+	// runs the controllers at once (one server only).
+	LeaderElect bool
+	LeaseName   string
+	Identity    string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the upstream
+	// --leader-elect-* settings (15 s, 10 s, 2 s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ResyncPeriod of the shared informers (0: none).
+	ResyncPeriod time.Duration
+	Clock        clock.PassiveClock
+	Logger       *slog.Logger
+	// OnLeading, when set, is told when this server starts (true) or
+	// stops (false) leading.
+	OnLeading func(bool)
+}
+
+// Run runs until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Client == nil {
+		return errors.New("controller manager: Client is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if len(cfg.Controllers) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	if !cfg.LeaderElect {
+		runTerm(ctx, cfg)
+		return nil
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = "kube-controller-manager"
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, "kube-system", cfg.LeaseName,
+		cfg.Client.CoreV1(), cfg.Client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: cfg.Identity})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   cfg.LeaseDuration,
+			RenewDeadline:   cfg.RenewDeadline,
+			RetryPeriod:     cfg.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            cfg.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) { runTerm(ctx, cfg) },
+				OnStoppedLeading: func() { cfg.Logger.Info("stopped leading", "lease", "kube-system/"+cfg.LeaseName) },
+				OnNewLeader: func(id string) {
+					if id != cfg.Identity {
+						cfg.Logger.Info("controllers run on another server", "leader", id)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		le.Run(ctx) // returns when leadership is lost or ctx ends
+	}
+	return nil
+}
+
+// runTerm starts every controller on fresh informers and waits for ctx.
+func runTerm(ctx context.Context, cfg Config) {
+	term := &Term{
+		Informers: informers.NewSharedInformerFactory(cfg.Client, cfg.ResyncPeriod),
+		Since:     cfg.Clock.Now(),
+	}
+	var names []string
+	var ready []Controller
+	for _, c := range cfg.Controllers {
+		if err := c.Prepare(term); err != nil {
+			cfg.Logger.Error("controller not started", "controller", c.Name(), "err", err)
+			continue
+		}
+		ready = append(ready, c)
+		names = append(names, c.Name())
+	}
+	cfg.Logger.Info("leading: starting controllers", "controllers", strings.Join(names, ","))
+	if cfg.OnLeading != nil {
+		cfg.OnLeading(true)
+		defer cfg.OnLeading(false)
+	}
+	term.Informers.Start(ctx.Done())
+	defer term.Informers.Shutdown()
+	for typ, ok := range term.Informers.WaitForCacheSync(ctx.Done()) {
+		if !ok && ctx.Err() == nil {
+			cfg.Logger.Error("informer did not sync", "type", typ.String())
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range ready {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Run(ctx)
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+}
+
+// Known are the upstream controller names --controllers accepts (SPEC P1-2).
+var Known = []string{
+	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
+	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
+	"statefulset-controller", "node-ipam-controller", "cloud-node-lifecycle-controller", "cloud-node-controller",
+	"persistentvolume-attach-detach-controller", "scheduler",
+}
+
+// Selection is a parsed --controllers value.
+type Selection struct {
+	all      bool
+	enabled  map[string]bool
+	disabled map[string]bool
+}
+
+// ParseSelection parses --controllers: `*` (every controller on by
+// default), `name` (turn one on), `-name` (turn one off).
+func ParseSelection(values []string) (Selection, error) {
+	s := Selection{enabled: map[string]bool{}, disabled: map[string]bool{}}
+	known := map[string]bool{}
+	for _, k := range Known {
+		known[k] = true
+	}
+	var unknown []string
+	for _, v := range values {
+		v = strings.TrimSpace(v)
+		switch {
+		case v == "*":
+			s.all = true
+		case strings.HasPrefix(v, "-") && known[v[1:]]:
+			s.disabled[v[1:]] = true
+		case known[v]:
+			s.enabled[v] = true
+		default:
+			unknown = append(unknown, v)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return s, fmt.Errorf("--controllers: unknown controller(s) %s; known: *, %s (prefix - to disable)", strings.Join(unknown, ", "), strings.Join(Known, ", "))
+	}
+	return s, nil
+}
+
+// Enabled reports whether the named controller should run.
+func (s Selection) Enabled(name string) bool {
+	if s.disabled[name] {
+		return false
+	}
+	return s.all || s.enabled[name]
+}
