@@ -17,6 +17,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/app/serverapp"
 	"github.com/nodeplane/nodeplane/internal/app/simapp"
 	"github.com/nodeplane/nodeplane/internal/app/upapp"
+	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
 
@@ -36,7 +37,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), agentapp.Command(stderr),
-		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), loadapp.Command(stdout, stderr))
+		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), zonesapp.Command(stdout), loadapp.Command(stdout, stderr))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "nodeplane: %v\n", err)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +18,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
+	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/controller/leasegc"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/pki"
@@ -31,13 +36,33 @@ type controllerDeps struct {
 	registry prometheus.Registerer
 }
 
-// buildControllers returns the enabled, implemented controllers.
-func buildControllers(d controllerDeps) ([]manager.Controller, error) {
+// buildControllers returns the enabled, implemented controllers, and the
+// node lifecycle controller among them (nil when disabled) for the zones view.
+func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Controller, error) {
 	sel, err := manager.ParseSelection(d.opts.Enabled)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []manager.Controller
+	var nlc *nodelifecycle.Controller
+	if sel.Enabled(nodelifecycle.ControllerName) {
+		nlc, err = nodelifecycle.NewController(nodelifecycle.ShellConfig{
+			Core: nodelifecycle.Config{
+				NodeMonitorPeriod:         d.opts.NodeMonitorPeriod,
+				NodeMonitorGracePeriod:    d.opts.NodeMonitorGracePeriod,
+				NodeStartupGracePeriod:    d.opts.NodeStartupGracePeriod,
+				NodeEvictionRate:          d.opts.NodeEvictionRate,
+				SecondaryNodeEvictionRate: d.opts.SecondaryNodeEvictionRate,
+				UnhealthyZoneThreshold:    d.opts.UnhealthyZoneThreshold,
+				LargeClusterSizeThreshold: d.opts.LargeClusterSizeThreshold,
+			},
+			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, nlc)
+	}
 	if sel.Enabled(tainteviction.ControllerName) {
 		out = append(out, tainteviction.NewController(tainteviction.Config{
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
@@ -53,7 +78,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, error) {
 	if sel.Enabled(leasegc.Name) {
 		out = append(out, leasegc.New(d.client, d.logger))
 	}
-	return out, nil
+	return out, nlc, nil
 }
 
 // controllerClient is the controllers' own client: over the server's own
@@ -82,15 +107,7 @@ func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, e
 }
 
 // runControllers runs the controller manager until ctx ends.
-func runControllers(ctx context.Context, o Controllers, cluster *pki.Cluster, url string, clk clock.WithTicker, log *slog.Logger, reg prometheus.Registerer) error {
-	client, err := controllerClient(cluster, url)
-	if err != nil {
-		return err
-	}
-	controllers, err := buildControllers(controllerDeps{opts: o, client: client, clock: clk, logger: log, registry: reg})
-	if err != nil {
-		return err
-	}
+func runControllers(ctx context.Context, o Controllers, client kubernetes.Interface, controllers []manager.Controller, clk clock.WithTicker, log *slog.Logger) error {
 	return manager.Run(ctx, manager.Config{
 		Client:        client,
 		Controllers:   controllers,
@@ -111,4 +128,17 @@ func identity() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return host + "_" + hex.EncodeToString(b)
+}
+
+// zonesHandler serves the node lifecycle controller's live view
+// (`nodeplane zones`).
+func zonesHandler(controller *atomic.Pointer[nodelifecycle.Controller]) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var resp zonesapp.Response
+		if nlc := controller.Load(); nlc != nil {
+			resp.View, resp.Leading = nlc.View()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	})
 }

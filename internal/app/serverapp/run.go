@@ -26,6 +26,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
+	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/storage"
@@ -139,6 +141,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 				UnreachableSeconds: o.DefaultUnreachableTolerationSeconds,
 			},
 			admission.NodeRestriction{},
+			admission.TaintNodesByCondition{},
 		},
 		Authorizer: authorizer,
 		NodeClient: nodeClient,
@@ -217,6 +220,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// checks the join secret (or, to renew, the node's certificate) itself.
 	mux.Handle(join.PathPrefix, joinServer)
 	protected := http.NewServeMux()
+	var nlc atomic.Pointer[nodelifecycle.Controller] // set once the listener's port is known
+	protected.Handle(zonesapp.Path, zonesHandler(&nlc))
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	protected.Handle("/openapi/", docs.Handler())
 	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
@@ -228,6 +233,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
 	url := pki.ClientURL(ln.Addr())
+	ctrlClient, err := controllerClient(cluster, url)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	controllers, lifecycle, err := buildControllers(controllerDeps{opts: o.Controllers, client: ctrlClient, clock: cfg.Clock, logger: log, registry: reg})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	nlc.Store(lifecycle)
 	certPEM, keyPEM := cluster.AdminCredentials()
 	kubeconfig := filepath.Join(o.DataDir, AdminKubeconfigFile)
 	if err := pki.WriteKubeconfig(kubeconfig, url, cluster.CAPEM(), certPEM, keyPEM, pki.DefaultContextName); err != nil {
@@ -252,7 +268,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	log.Info("nodeplane server ready", "url", url, "kubeconfig", kubeconfig, "startup", cfg.Clock.Since(start).Round(time.Millisecond))
 	ctrlCtx, stopControllers := context.WithCancel(runCtx)
 	ctrlDone := make(chan error, 1)
-	go func() { ctrlDone <- runControllers(ctrlCtx, o.Controllers, cluster, url, cfg.Clock, log, reg) }()
+	go func() {
+		ctrlDone <- runControllers(ctrlCtx, o.Controllers, ctrlClient, controllers, cfg.Clock, log)
+	}()
 	defer func() {
 		stopControllers()
 		<-ctrlDone

@@ -19,8 +19,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
@@ -42,6 +44,8 @@ type Term struct {
 	Informers informers.SharedInformerFactory
 	// Since is when this server became leader.
 	Since time.Time
+
+	indexMu sync.Mutex
 }
 
 // Config configures the manager.
@@ -208,4 +212,28 @@ func (s Selection) Enabled(name string) bool {
 		return false
 	}
 	return s.all || s.enabled[name]
+}
+
+// PodsByNode is the name of the pod informer index by spec.nodeName.
+const PodsByNode = "spec.nodeName"
+
+// PodsByNodeIndexer returns the term's pod informer indexer with an index of
+// pods by spec.nodeName, adding the index once for every controller that
+// asks (a second AddIndexers with the same name would fail).
+func (t *Term) PodsByNodeIndexer() (cache.Indexer, error) {
+	inf := t.Informers.Core().V1().Pods().Informer()
+	t.indexMu.Lock()
+	defer t.indexMu.Unlock()
+	if _, ok := inf.GetIndexer().GetIndexers()[PodsByNode]; !ok {
+		err := inf.AddIndexers(cache.Indexers{PodsByNode: func(obj any) ([]string, error) {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				return []string{p.Spec.NodeName}, nil
+			}
+			return nil, nil
+		}})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return inf.GetIndexer(), nil
 }

@@ -90,15 +90,11 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	ni := term.Informers.Core().V1().Nodes()
 	pi := term.Informers.Core().V1().Pods()
 	c.nodes = ni.Lister()
-	if err := pi.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	pods, err := term.PodsByNodeIndexer()
+	if err != nil {
 		return err
 	}
-	c.pods = pi.Informer().GetIndexer()
+	c.pods = pods
 	if _, err := ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueNode(obj) },
 		UpdateFunc: func(old, cur any) {
@@ -117,7 +113,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	}); err != nil {
 		return err
 	}
-	_, err := pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observePod(obj) },
 		UpdateFunc: func(_, cur any) { c.observePod(cur) },
 		DeleteFunc: func(obj any) {
@@ -193,7 +189,7 @@ func (c *Controller) nextNode(ctx context.Context) bool {
 		c.queue.Forget(name)
 		return true
 	}
-	objs, err := c.pods.ByIndex(podsByNode, name)
+	objs, err := c.pods.ByIndex(manager.PodsByNode, name)
 	if err != nil {
 		c.queue.AddRateLimited(name)
 		return true

@@ -1,0 +1,529 @@
+package nodelifecycle
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/controller/manager"
+)
+
+// ControllerName is the --controllers name.
+const ControllerName = "node-lifecycle-controller"
+
+// taintPeriod is how often queued NoExecute taints are granted (upstream's
+// 100 ms tainting pass).
+const taintPeriod = 100 * time.Millisecond
+
+// podsByNode indexes pods by spec.nodeName.
+const podsByNode = "spec.nodeName"
+
+// ShellConfig configures the controller shell.
+type ShellConfig struct {
+	Core     Config
+	Client   kubernetes.Interface
+	Clock    clock.WithTicker
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
+// Controller is the shell around Core: it feeds it the informers' nodes and
+// leases every monitor period with the freshness of that view, and carries
+// out what it decides through the API.
+type Controller struct {
+	cfg ShellConfig
+	m   metrics
+
+	mu      sync.Mutex // guards core, fresh and leading
+	core    *Core
+	fresh   Freshness
+	leading bool
+
+	nodes      corelisters.NodeLister
+	leases     coordinationlisters.LeaseLister
+	leaseInf   cache.SharedIndexInformer
+	pods       cache.Indexer
+	noSchedule workqueue.TypedRateLimitingInterface[string]
+	recorder   record.EventRecorder
+}
+
+type metrics struct {
+	health, size, unhealthy *prometheus.GaugeVec
+	evictions               *prometheus.CounterVec
+	nodeHealth, allHealth   prometheus.Histogram
+}
+
+// NewController returns the controller and registers its metrics (SPEC NLC-19).
+func NewController(cfg ShellConfig) (*Controller, error) {
+	if err := cfg.Core.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Logger = cfg.Logger.With("controller", ControllerName)
+	zone := []string{"zone"}
+	m := metrics{
+		health: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "node_collector", Name: "zone_health",
+			Help: "Percentage of healthy nodes in every zone."}, zone),
+		size: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "node_collector", Name: "zone_size",
+			Help: "Number of nodes in every zone."}, zone),
+		unhealthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "node_collector", Name: "unhealthy_nodes_in_zone",
+			Help: "Number of not Ready nodes in every zone."}, zone),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "node_collector", Name: "evictions_total",
+			Help: "Number of node NoExecute taintings (evictions) since the controller started."}, zone),
+		nodeHealth: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "node_collector", Name: "update_node_health_duration_seconds",
+			Help: "Seconds to update one node's health.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+		allHealth: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "node_collector", Name: "update_all_nodes_health_duration_seconds",
+			Help: "Seconds for one monitor pass over every node.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 8)}),
+	}
+	if cfg.Registry != nil {
+		for _, c := range []prometheus.Collector{m.health, m.size, m.unhealthy, m.evictions, m.nodeHealth, m.allHealth} {
+			if err := cfg.Registry.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Controller{cfg: cfg, m: m}, nil
+}
+
+// Name implements manager.Controller.
+func (c *Controller) Name() string { return ControllerName }
+
+// Prepare implements manager.Controller. Each term starts from a fresh
+// core: every node gets a new grace period, existing taints are kept
+// (SPEC P3-3).
+func (c *Controller) Prepare(term *manager.Term) error {
+	core, err := New(c.cfg.Core)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.core = core
+	c.fresh = Freshness{MaxProbeAge: 2*c.cfg.Core.NodeMonitorPeriod + time.Second, MaxLag: c.cfg.Core.NodeMonitorPeriod + time.Second}
+	c.mu.Unlock()
+	ni := term.Informers.Core().V1().Nodes()
+	li := term.Informers.Coordination().V1().Leases()
+	c.nodes, c.leases, c.leaseInf = ni.Lister(), li.Lister(), li.Informer()
+	pods, err := term.PodsByNodeIndexer()
+	if err != nil {
+		return err
+	}
+	c.pods = pods
+	c.noSchedule = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-noschedule-taints", Clock: c.cfg.Clock})
+	_, err = ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueue(obj) },
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+	})
+	return err
+}
+
+// Run implements manager.Controller.
+func (c *Controller) Run(ctx context.Context) {
+	bcast := record.NewBroadcaster(record.WithContext(ctx))
+	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
+	c.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
+	defer bcast.Shutdown()
+	defer c.noSchedule.ShutDown()
+	c.mu.Lock()
+	c.leading = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.leading = false
+		c.mu.Unlock()
+	}()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for c.nextNoSchedule(ctx) {
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		t := c.cfg.Clock.NewTicker(taintPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				c.taintPass(ctx)
+			}
+		}
+	}()
+	t := c.cfg.Clock.NewTicker(c.cfg.Core.NodeMonitorPeriod)
+	defer t.Stop()
+	for {
+		c.monitorPass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// View returns the zones view, and whether this server is leading.
+func (c *Controller) View() (View, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.core == nil || !c.leading {
+		return View{}, false
+	}
+	return c.core.View(c.cfg.Clock.Now()), true
+}
+
+// probe asks storage for the current lease revision (a quorum read).
+func (c *Controller) probe(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.Core.NodeMonitorPeriod)
+	defer cancel()
+	at := c.cfg.Clock.Now()
+	list, err := c.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(pctx, metav1.ListOptions{Limit: 1})
+	rv := ""
+	if err == nil {
+		rv = list.ResourceVersion
+	}
+	c.mu.Lock()
+	c.fresh.Probe(at, rv, err)
+	c.mu.Unlock()
+}
+
+func (c *Controller) monitorPass(ctx context.Context) {
+	start := c.cfg.Clock.Now()
+	c.probe(ctx)
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	obs := make([]Observation, 0, len(nodes))
+	for _, n := range nodes {
+		o := Observation{Node: n}
+		if l, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil {
+			o.Lease = l
+		}
+		obs = append(obs, o)
+	}
+	now := c.cfg.Clock.Now()
+	c.mu.Lock()
+	c.fresh.Seen(c.leaseInf.LastSyncResourceVersion())
+	fresh, why := c.fresh.Fresh(now)
+	res := c.core.Monitor(now, fresh, obs)
+	c.mu.Unlock()
+	if !fresh {
+		c.cfg.Logger.Warn("view of node heartbeats is stale: marking no node unhealthy", "why", why)
+	}
+	if res.FreshGrace {
+		c.cfg.Logger.Info("every node gets a fresh grace period")
+	}
+	c.apply(ctx, res)
+	c.m.allHealth.Observe(c.cfg.Clock.Since(start).Seconds())
+}
+
+func (c *Controller) apply(ctx context.Context, res PassResult) {
+	for _, name := range res.Registered {
+		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRegisteredNode, RegisteredNodeMessage(name))
+	}
+	for _, name := range res.Removed {
+		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRemovingNode, RemovingNodeMessage(name))
+	}
+	failed := map[string]bool{}
+	for _, u := range res.StatusUpdates {
+		start := c.cfg.Clock.Now()
+		if err := c.writeUnknown(ctx, u.Node); err != nil {
+			c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
+			failed[u.Node.Name] = true
+			c.mu.Lock()
+			c.core.StatusUpdateFailed(u.Node.Name)
+			c.mu.Unlock()
+			continue
+		}
+		c.m.nodeHealth.Observe(c.cfg.Clock.Since(start).Seconds())
+		c.cfg.Logger.Info("node stopped posting status: conditions Unknown", "node", u.Node.Name)
+		if u.NotReady {
+			c.recorder.Event(nodeRef(u.Node.Name), corev1.EventTypeNormal, ReasonNodeNotReady, NodeNotReadyMessage(u.Node.Name))
+			c.markPods(ctx, u.Node.Name, true)
+		}
+	}
+	for _, name := range res.MarkPodsNotReady {
+		c.markPods(ctx, name, false)
+	}
+	for _, u := range res.TaintUpdates {
+		if failed[u.Node] {
+			c.mu.Lock()
+			c.core.TaintNotApplied(u, false)
+			c.mu.Unlock()
+			continue
+		}
+		c.applyTaint(ctx, u)
+	}
+	for _, z := range res.ZoneChanges {
+		c.cfg.Logger.Info("controller detected that zone is now in new state", "zone", ZoneName(z.Zone), "state", z.To)
+	}
+	switch res.Disruption {
+	case DisruptionEntered:
+		c.cfg.Logger.Warn("all zones are fully disrupted: no NoExecute taints until one recovers")
+	case DisruptionExited:
+		c.cfg.Logger.Info("a zone recovered from full disruption")
+	}
+	for _, z := range res.Zones {
+		name := ZoneName(z.Zone)
+		c.m.health.WithLabelValues(name).Set(z.Health)
+		c.m.size.WithLabelValues(name).Set(float64(z.Size))
+		c.m.unhealthy.WithLabelValues(name).Set(float64(z.Unhealthy))
+		c.m.evictions.WithLabelValues(name).Add(0)
+	}
+	for _, key := range res.VanishedZones {
+		name := ZoneName(key)
+		c.m.health.DeleteLabelValues(name)
+		c.m.size.DeleteLabelValues(name)
+		c.m.unhealthy.DeleteLabelValues(name)
+	}
+}
+
+// writeUnknown writes the Unknown conditions, re-reading the node on a
+// conflict (SPEC NLC-7).
+func (c *Controller) writeUnknown(ctx context.Context, node *corev1.Node) error {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			fresh, gerr := c.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			node = MarkUnknown(fresh, c.cfg.Clock.Now())
+		}
+		_, err = c.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+	}
+	return err
+}
+
+// markPods sets Ready=False on every pod of the node (SPEC NLC-9).
+func (c *Controller) markPods(ctx context.Context, node string, events bool) {
+	objs, err := c.pods.ByIndex(manager.PodsByNode, node)
+	if err != nil {
+		return
+	}
+	failed := false
+	for _, o := range objs {
+		p := o.(*corev1.Pod).DeepCopy()
+		changed := false
+		for i := range p.Status.Conditions {
+			cond := &p.Status.Conditions[i]
+			if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionFalse {
+				cond.Status = corev1.ConditionFalse
+				cond.LastTransitionTime = metav1.NewTime(c.cfg.Clock.Now())
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if _, err := c.cfg.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			failed = true
+			continue
+		}
+		if events {
+			c.recorder.Event(p, corev1.EventTypeWarning, ReasonNodeNotReady, PodNotReadyMessage)
+		}
+	}
+	if failed {
+		c.mu.Lock()
+		c.core.PodMarkingFailed(node)
+		c.mu.Unlock()
+	}
+}
+
+func (c *Controller) taintPass(ctx context.Context) {
+	c.mu.Lock()
+	fresh, _ := c.fresh.Fresh(c.cfg.Clock.Now())
+	updates := c.core.Taint(c.cfg.Clock.Now(), fresh)
+	c.mu.Unlock()
+	for _, u := range updates {
+		c.applyTaint(ctx, u)
+	}
+}
+
+// applyTaint writes one NoExecute change as a read-modify-write of
+// spec.taints.
+func (c *Controller) applyTaint(ctx context.Context, u TaintUpdate) {
+	if u.Ready != "" {
+		if n, err := c.nodes.Get(u.Node); err != nil || readyStatus(n) != u.Ready {
+			c.mu.Lock()
+			c.core.TaintNotApplied(u, false)
+			c.mu.Unlock()
+			return
+		}
+	}
+	err := c.updateTaints(ctx, u.Node, u.Add, u.Remove)
+	if err != nil {
+		c.cfg.Logger.Warn("update NoExecute taints", "node", u.Node, "err", err)
+		c.mu.Lock()
+		c.core.TaintNotApplied(u, !apierrors.IsNotFound(err))
+		c.mu.Unlock()
+		return
+	}
+	if u.Eviction {
+		c.m.evictions.WithLabelValues(ZoneName(u.Zone)).Inc()
+	}
+	for _, t := range u.Add {
+		c.cfg.Logger.Info("tainted node", "node", u.Node, "taint", t.Key+":"+string(t.Effect))
+	}
+}
+
+// updateTaints adds (replacing the same key and effect) and removes taints
+// on the live node, retrying on conflicts.
+func (c *Controller) updateTaints(ctx context.Context, name string, add, remove []corev1.Taint) error {
+	var err error
+	for range 5 {
+		var n *corev1.Node
+		n, err = c.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next, changed := editTaints(n.Spec.Taints, add, remove)
+		if !changed {
+			return nil
+		}
+		n.Spec.Taints = next
+		if _, err = c.cfg.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func editTaints(have, add, remove []corev1.Taint) ([]corev1.Taint, bool) {
+	same := func(a, b corev1.Taint) bool { return a.Key == b.Key && a.Effect == b.Effect }
+	out := make([]corev1.Taint, 0, len(have)+len(add))
+	changed := false
+	for _, t := range have {
+		drop := false
+		for _, r := range append(append([]corev1.Taint(nil), remove...), add...) {
+			if same(t, r) {
+				drop = true
+			}
+		}
+		if drop {
+			changed = true
+			continue
+		}
+		out = append(out, t)
+	}
+	for _, a := range add {
+		out = append(out, a)
+		changed = true
+	}
+	if changed && len(add) > 0 && len(remove) == 0 {
+		// Re-adding exactly what is there is no change.
+		changed = !sameTaints(have, out)
+	}
+	return out, changed
+}
+
+func sameTaints(a, b []corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if x.Key == y.Key && x.Effect == y.Effect && x.Value == y.Value {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) enqueue(obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		c.noSchedule.Add(n.Name)
+	}
+}
+
+// nextNoSchedule keeps one node's condition NoSchedule taints (SPEC NLC-11)
+// and beta os/arch labels in line.
+func (c *Controller) nextNoSchedule(ctx context.Context) bool {
+	name, quit := c.noSchedule.Get()
+	if quit {
+		return false
+	}
+	defer c.noSchedule.Done(name)
+	n, err := c.nodes.Get(name)
+	if err != nil {
+		c.noSchedule.Forget(name)
+		return true
+	}
+	add, remove := NoScheduleTaints(n, c.cfg.Clock.Now())
+	if len(add) > 0 || len(remove) > 0 {
+		if err := c.updateTaints(ctx, name, add, remove); err != nil && !apierrors.IsNotFound(err) {
+			c.noSchedule.AddRateLimited(name)
+			return true
+		}
+	}
+	if lbl := BetaLabels(n); len(lbl) > 0 {
+		if err := c.addLabels(ctx, name, lbl); err != nil && !apierrors.IsNotFound(err) {
+			c.noSchedule.AddRateLimited(name)
+			return true
+		}
+	}
+	c.noSchedule.Forget(name)
+	return true
+}
+
+func (c *Controller) addLabels(ctx context.Context, name string, lbl map[string]string) error {
+	var err error
+	for range 5 {
+		var n *corev1.Node
+		n, err = c.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range lbl {
+			n.Labels[k] = v
+		}
+		if _, err = c.cfg.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func nodeRef(name string) *corev1.ObjectReference {
+	// UID = name, as the kubelet and upstream's controller refer to nodes in events.
+	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name), APIVersion: "v1"}
+}

@@ -1,0 +1,157 @@
+package nodelifecycle
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition reasons and messages this controller writes (SPEC §10.3).
+const (
+	ReasonStatusUnknown       = "NodeStatusUnknown"
+	MessageStatusUnknown      = "Kubelet stopped posting node status."
+	ReasonStatusNeverUpdated  = "NodeStatusNeverUpdated"
+	MessageStatusNeverUpdated = "Kubelet never posted node status."
+)
+
+// unknownConditions are the conditions set to Unknown when a node goes
+// silent (SPEC NLC-7); NetworkUnavailable and custom conditions are not.
+var unknownConditions = []corev1.NodeConditionType{
+	corev1.NodeReady,
+	corev1.NodeMemoryPressure,
+	corev1.NodeDiskPressure,
+	corev1.NodePIDPressure,
+}
+
+// health is what the core remembers of one node's signs of life (SPEC NLC-6).
+// Every time in it comes from the controller's own clock (the now given to
+// Monitor); timestamps written by the node are only compared with earlier
+// values written by the same node, never with the controller's clock.
+type health struct {
+	// probe is when the controller last saw a sign of life: a new Ready
+	// heartbeat or a lease renewal.
+	probe time.Time
+	// ready is the Ready condition as last seen, or as this controller last
+	// wrote it (ours); nil if the node had none.
+	ready *corev1.NodeCondition
+	ours  bool
+	// lease and renew: whether a Lease was seen, and its last renewTime.
+	lease bool
+	renew *metav1.MicroTime
+}
+
+// readyCondition returns the node's Ready condition, or nil.
+func readyCondition(node *corev1.Node) *corev1.NodeCondition {
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			return &node.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// readyStatus is the node's Ready status, "" if it has no Ready condition.
+func readyStatus(node *corev1.Node) corev1.ConditionStatus {
+	if c := readyCondition(node); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+// observe folds one observation of a node and its lease into h (SPEC NLC-6
+// rules 3 and 4) and reports whether it was a sign of life. A new Ready
+// heartbeat, a Ready condition appearing, and a lease seen for the first
+// time or with a later renewTime are signs of life; an equal or earlier
+// renewTime is not. A Ready condition that vanished counts as one too
+// (upstream's "start over"), unless the one remembered is this controller's
+// own write that has not reached the view yet.
+func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now time.Time) bool {
+	alive := false
+	cur := readyCondition(node)
+	switch {
+	case h.ready == nil && cur != nil:
+		alive = true
+	case h.ready != nil && cur == nil:
+		alive = !h.ours
+	case h.ready != nil && cur != nil:
+		alive = !h.ready.LastHeartbeatTime.Equal(&cur.LastHeartbeatTime)
+	}
+	if cur != nil || !h.ours {
+		h.ready, h.ours = copyCondition(cur), false
+	}
+	if lease != nil {
+		// Only a later renewTime replaces the remembered one, so a lease
+		// going back in time is not a sign of life until it passes the
+		// latest value seen.
+		if r := lease.Spec.RenewTime; !h.lease || h.renew.Before(r) {
+			h.lease, h.renew, alive = true, r.DeepCopy(), true
+		}
+	}
+	if alive {
+		h.probe = now
+	}
+	return alive
+}
+
+func copyCondition(c *corev1.NodeCondition) *corev1.NodeCondition {
+	if c == nil {
+		return nil
+	}
+	cc := *c
+	return &cc
+}
+
+// gracePeriod is G for a node that has posted a Ready condition and S for one
+// that has not (SPEC NLC-6).
+func (c *Core) gracePeriod(node *corev1.Node) time.Duration {
+	if readyCondition(node) == nil {
+		return c.cfg.NodeStartupGracePeriod
+	}
+	return c.cfg.NodeMonitorGracePeriod
+}
+
+// markUnknown returns a copy of node with Ready, MemoryPressure, DiskPressure
+// and PIDPressure set to Unknown as upstream does (SPEC NLC-7): a missing
+// condition is appended with NodeStatusNeverUpdated and the node's creation
+// time as heartbeat; a present one not yet Unknown gets NodeStatusUnknown and
+// keeps its heartbeat; an Unknown one is left alone. Every changed condition's
+// lastTransitionTime is now. It returns nil when the Ready condition would not
+// change (already Unknown): then upstream writes nothing, even if another of
+// the four is not Unknown yet.
+func markUnknown(node *corev1.Node, now time.Time) *corev1.Node {
+	if r := readyCondition(node); r != nil && r.Status == corev1.ConditionUnknown {
+		return nil
+	}
+	out := node.DeepCopy()
+	at := metav1.NewTime(now)
+	for _, t := range unknownConditions {
+		found := false
+		for i := range out.Status.Conditions {
+			c := &out.Status.Conditions[i]
+			if c.Type != t {
+				continue
+			}
+			found = true
+			if c.Status != corev1.ConditionUnknown {
+				c.Status = corev1.ConditionUnknown
+				c.Reason = ReasonStatusUnknown
+				c.Message = MessageStatusUnknown
+				c.LastTransitionTime = at
+			}
+			break
+		}
+		if !found {
+			out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{
+				Type:               t,
+				Status:             corev1.ConditionUnknown,
+				Reason:             ReasonStatusNeverUpdated,
+				Message:            MessageStatusNeverUpdated,
+				LastHeartbeatTime:  node.CreationTimestamp,
+				LastTransitionTime: at,
+			})
+		}
+	}
+	return out
+}
