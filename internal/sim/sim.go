@@ -441,7 +441,12 @@ func (s *Sim) SetPaused(sel Selector, paused bool) int {
 	n := 0
 	for _, nd := range s.nodes {
 		if (sel.Node != "" && nd.name == sel.Node) || (sel.Zone != "" && nd.zone == sel.Zone) {
-			nd.paused.Store(paused)
+			if nd.paused.Swap(paused) && !paused {
+				// Simulated nodes do not watch their Node; a kubelet
+				// coming back would see the controller's Unknown through
+				// its informer and re-post at once. Do the same.
+				nd.updater.ReportNow()
+			}
 			n++
 		}
 	}

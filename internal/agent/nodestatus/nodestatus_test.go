@@ -353,3 +353,23 @@ func TestInitialEventsAnnounceEachCondition(t *testing.T) {
 		t.Errorf("events = %v, want %v", got, want)
 	}
 }
+
+func TestReportNowSendsTheNextPassEvenWithoutChange(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	api := &fakeNodes{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}
+	u, _ := NewUpdater(Config{NodeName: "n1", Client: api, Clock: clk,
+		Observe: func(context.Context) (Observation, error) { return healthy(), nil }})
+	_ = u.Sync(ctx)
+	clk.Step(10 * time.Second)
+	_ = u.Sync(ctx)
+	if len(api.patches) != 1 {
+		t.Fatalf("patches = %d, want 1", len(api.patches))
+	}
+	u.ReportNow()
+	clk.Step(10 * time.Second)
+	_ = u.Sync(ctx)
+	if len(api.patches) != 2 {
+		t.Errorf("ReportNow did not force a report (patches = %d)", len(api.patches))
+	}
+}

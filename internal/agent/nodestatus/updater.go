@@ -100,6 +100,14 @@ func (u *Updater) Remember(n *corev1.Node) {
 	u.lastReport = u.cfg.Clock.Now()
 }
 
+// ReportNow makes the next Sync send the full status even if nothing
+// changed (a node coming back from a partition re-posts at once).
+func (u *Updater) ReportNow() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.lastReport = time.Time{}
+}
+
 // Last returns the last Node the updater wrote or read.
 func (u *Updater) Last() (*corev1.Node, bool) {
 	u.mu.Lock()
