@@ -171,3 +171,83 @@ func setTaints(t *testing.T, s *serverProc, node string, taints []corev1.Taint) 
 	}
 	t.Fatalf("could not set taints on %s", node)
 }
+
+// TestPodGC: terminated pods beyond --terminated-pod-gc-threshold are deleted
+// oldest first; an unscheduled pod stuck terminating is force-deleted; pods
+// of a deleted node are deleted after the 40 s quarantine.
+func TestPodGC(t *testing.T) {
+	ctx := context.Background()
+	s := startServer(t, serverOptions{args: []string{"--terminated-pod-gc-threshold=2", "--leader-elect=false"}})
+	cs := s.client()
+	mkPod := func(name, node string, finalizer bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+			NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "sleep"}}}}
+		if finalizer {
+			p.Finalizers = []string{"example.com/hold"}
+		}
+		p, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "keeper"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		p := mkPod(fmt.Sprintf("done-%d", i), "keeper", false)
+		p.Status.Phase = corev1.PodSucceeded
+		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: a defined "oldest"
+	}
+	mkPod("orphan", "doomed", false)
+	stuck := mkPod("stuck", "", true)
+	if err := cs.CoreV1().Pods("default").Delete(ctx, stuck.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodeDeleted := time.Now()
+	gone := func(name string) bool {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}
+	eventually(t, 45*time.Second, "two oldest terminated pods deleted", func() error {
+		if !gone("done-0") || !gone("done-1") {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	if gone("done-2") || gone("done-3") {
+		t.Errorf("newer terminated pods deleted too")
+	}
+	eventually(t, 45*time.Second, "unscheduled terminating pod force-deleted", func() error {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "stuck", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// Force deletion sets grace 0; the finalizer keeps the object.
+		if p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0 {
+			return nil
+		}
+		return fmt.Errorf("grace %v", p.DeletionGracePeriodSeconds)
+	})
+	eventually(t, 90*time.Second, "orphaned pod deleted after the quarantine", func() error {
+		if !gone("orphan") {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	if d := time.Since(nodeDeleted); d < 40*time.Second {
+		t.Errorf("orphan deleted %v after its node, before the 40 s quarantine", d)
+	}
+}

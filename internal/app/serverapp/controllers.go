@@ -91,9 +91,12 @@ func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, e
 	cfg := &rest.Config{
 		Host:            url,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cluster.CAPEM(), CertData: certPEM, KeyData: keyPEM},
-		QPS:             200,
-		Burst:           400,
-		UserAgent:       "nodeplane-controller-manager",
+		// The controllers run beside the API server; its in-flight limits (429)
+		// pace them, not a client-side rate limiter (a zone going dark means
+		// thousands of status writes and events in one pass).
+		QPS:       5000,
+		Burst:     10000,
+		UserAgent: "nodeplane-controller-manager",
 		ContentConfig: rest.ContentConfig{
 			ContentType:        "application/vnd.kubernetes.protobuf",
 			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",

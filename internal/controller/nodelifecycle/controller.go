@@ -28,11 +28,13 @@ import (
 // ControllerName is the --controllers name.
 const ControllerName = "node-lifecycle-controller"
 
+// statusWorkers write node statuses in parallel within one pass.
+const statusWorkers = 64
+
 // taintPeriod is how often queued NoExecute taints are granted (upstream's
 // 100 ms tainting pass).
 const taintPeriod = 100 * time.Millisecond
 
-// podsByNode indexes pods by spec.nodeName.
 const podsByNode = "spec.nodeName"
 
 // ShellConfig configures the controller shell.
@@ -251,24 +253,37 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 	for _, name := range res.Removed {
 		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRemovingNode, RemovingNodeMessage(name))
 	}
+	// Status writes go out in parallel (upstream uses 8 node update
+	// workers): a zone going dark means thousands of writes in one pass.
+	var failedMu sync.Mutex
 	failed := map[string]bool{}
+	sem := make(chan struct{}, statusWorkers)
+	var wg sync.WaitGroup
 	for _, u := range res.StatusUpdates {
-		start := c.cfg.Clock.Now()
-		if err := c.writeUnknown(ctx, u.Node); err != nil {
-			c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
-			failed[u.Node.Name] = true
-			c.mu.Lock()
-			c.core.StatusUpdateFailed(u.Node.Name)
-			c.mu.Unlock()
-			continue
-		}
-		c.m.nodeHealth.Observe(c.cfg.Clock.Since(start).Seconds())
-		c.cfg.Logger.Info("node stopped posting status: conditions Unknown", "node", u.Node.Name)
-		if u.NotReady {
-			c.recorder.Event(nodeRef(u.Node.Name), corev1.EventTypeNormal, ReasonNodeNotReady, NodeNotReadyMessage(u.Node.Name))
-			c.markPods(ctx, u.Node.Name, true)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			start := c.cfg.Clock.Now()
+			if err := c.writeUnknown(ctx, u.Node); err != nil {
+				c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
+				failedMu.Lock()
+				failed[u.Node.Name] = true
+				failedMu.Unlock()
+				c.mu.Lock()
+				c.core.StatusUpdateFailed(u.Node.Name)
+				c.mu.Unlock()
+				return
+			}
+			c.m.nodeHealth.Observe(c.cfg.Clock.Since(start).Seconds())
+			c.cfg.Logger.Info("node stopped posting status: conditions Unknown", "node", u.Node.Name)
+			if u.NotReady {
+				c.recorder.Event(nodeRef(u.Node.Name), corev1.EventTypeNormal, ReasonNodeNotReady, NodeNotReadyMessage(u.Node.Name))
+				c.markPods(ctx, u.Node.Name, true)
+			}
+		}()
 	}
+	wg.Wait()
 	for _, name := range res.MarkPodsNotReady {
 		c.markPods(ctx, name, false)
 	}
