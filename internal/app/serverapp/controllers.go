@@ -25,6 +25,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/pki"
+	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
 
 // controllerDeps is what building the controllers needs.
@@ -74,6 +75,15 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		out = append(out, podgc.NewController(podgc.ControllerConfig{
 			Core: core, Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))
+	}
+	if sel.Enabled(scheduler.Name) {
+		// The scheduler shares the controllers' client (authz trusts both
+		// system:kube-controller-manager and system:kube-scheduler alike).
+		sched, err := scheduler.New(scheduler.Config{Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry})
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, sched)
 	}
 	if sel.Enabled(leasegc.Name) {
 		out = append(out, leasegc.New(d.client, d.logger))
