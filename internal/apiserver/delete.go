@@ -148,6 +148,18 @@ func (h *resourceHandler) deleteObject(ctx context.Context, cur runtime.Object, 
 		grace = h.r.Strategy.DeleteGracePeriod(cur, opts.GracePeriodSeconds)
 	}
 	now := h.s.cfg.Clock.Now()
+	// The propagation policy becomes the orphan or foregroundDeletion
+	// finalizer, which the garbage collector acts on; an object already
+	// waiting out a grace period keeps its finalizers, as upstream.
+	dts, prev := a.GetDeletionTimestamp(), a.GetDeletionGracePeriodSeconds()
+	shorter := prev == nil || grace < *prev
+	finalizersChanged := false
+	if dts == nil || shorter || *prev == 0 {
+		var finalizers []string
+		if finalizers, finalizersChanged = gcFinalizers(a.GetFinalizers(), opts); finalizersChanged {
+			a.SetFinalizers(finalizers)
+		}
+	}
 	pending := len(a.GetFinalizers()) > 0 || grace > 0
 	if !pending {
 		if dryRun {
@@ -159,21 +171,24 @@ func (h *resourceHandler) deleteObject(ctx context.Context, cur runtime.Object, 
 		}
 		return h.fromStorage(deleted)
 	}
-	if dts := a.GetDeletionTimestamp(); dts != nil {
-		// Already being deleted: a shorter grace period may hurry it.
-		prev := a.GetDeletionGracePeriodSeconds()
-		if prev != nil && *prev <= grace {
+	if dts != nil {
+		// Already being deleted: a shorter grace period may hurry it, and
+		// a new policy may change the finalizers.
+		if !shorter && !finalizersChanged {
 			return cur, nil
 		}
-		newDeadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
-		if newDeadline.Before(dts) {
-			a.SetDeletionTimestamp(&newDeadline)
+		if shorter {
+			newDeadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+			if newDeadline.Before(dts) {
+				a.SetDeletionTimestamp(&newDeadline)
+			}
+			a.SetDeletionGracePeriodSeconds(&grace)
 		}
 	} else {
 		dts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 		a.SetDeletionTimestamp(&dts)
+		a.SetDeletionGracePeriodSeconds(&grace)
 	}
-	a.SetDeletionGracePeriodSeconds(&grace)
 	if dryRun {
 		return cur, nil
 	}

@@ -336,6 +336,9 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info req
 		case "eviction":
 			h.evict(w, r, info)
 			return
+		case "scale":
+			h.scale(w, r, info)
+			return
 		}
 		// status and other same-kind subresources use the generic verbs.
 	}

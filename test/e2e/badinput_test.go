@@ -90,7 +90,7 @@ const jsonCT = "application/json"
 // TestBadInput sends one request per error class and checks the HTTP code,
 // the metav1.Status reason, and that storage did not change.
 func TestBadInput(t *testing.T) {
-	s := startServer(t, serverOptions{})
+	s := startServer(t, serverOptions{apiOnly: true})
 	hc := s.httpClient()
 	cs := s.client()
 	ctx := context.Background()

@@ -18,7 +18,7 @@ import (
 )
 
 func TestClientGoServerFlags(t *testing.T) {
-	s := startServer(t, serverOptions{args: []string{
+	s := startServer(t, serverOptions{apiOnly: true, args: []string{
 		"--watch-bookmark-interval=1s",
 		"--etcd-compaction-interval=1s",
 		"--default-not-ready-toleration-seconds=10",

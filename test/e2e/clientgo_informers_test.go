@@ -81,7 +81,7 @@ func isWatchList(r loggedRequest, path string) bool {
 // TestClientGoInformers runs informers against the server both ways
 // client-go v0.37 does it: watch-list (the default) and LIST + WATCH.
 func TestClientGoInformers(t *testing.T) {
-	s := startServer(t, serverOptions{})
+	s := startServer(t, serverOptions{apiOnly: true})
 	cs := s.client()
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Nodes().Create(ctx, testNode("pre-existing", nil), metav1.CreateOptions{}); err != nil {
@@ -177,7 +177,7 @@ func TestClientGoInformers(t *testing.T) {
 // informers, then checks that they resume and that old resourceVersions
 // are answered with 410 Expired.
 func TestClientGoRestart(t *testing.T) {
-	s := startServer(t, serverOptions{})
+	s := startServer(t, serverOptions{apiOnly: true})
 	cs := s.client()
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Nodes().Create(ctx, testNode("rs-1", nil), metav1.CreateOptions{}); err != nil {

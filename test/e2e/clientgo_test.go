@@ -27,7 +27,7 @@ import (
 // request bodies, JSON answers) through the verbs and semantics agents,
 // controllers and kubectl rely on.
 func TestClientGoTyped(t *testing.T) {
-	s := startServer(t, serverOptions{})
+	s := startServer(t, serverOptions{apiOnly: true})
 	cs := s.client()
 	ctx := context.Background()
 

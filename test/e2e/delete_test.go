@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +55,12 @@ func TestDeletePreconditionsAndPropagation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delete with matching preconditions: %v", err)
 	}
-	if _, err := leases.Get(ctx, "pre", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("after delete: got %v, want NotFound", err)
-	}
+	// Foreground: the object waits (finalizer foregroundDeletion) until the
+	// garbage collector has removed its dependents (none here), then goes.
+	eventually(t, 30*time.Second, "foreground-deleted lease gone", func() error {
+		if _, err := leases.Get(ctx, "pre", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("after delete: got %v, want NotFound", err)
+		}
+		return nil
+	})
 }

@@ -98,7 +98,7 @@ func TestDurabilityKill9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	killAfter := 500*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second)))
 
-	s := startServer(t, serverOptions{})
+	s := startServer(t, serverOptions{apiOnly: true})
 	cs := s.client()
 	ctx := context.Background()
 	createNamespace(t, cs, durabilityNamespace)

@@ -28,7 +28,7 @@ func TestExternalEtcdCluster(t *testing.T) {
 	cluster := startEtcdCluster(t, 3, newEtcdPKI(t))
 	ctx := t.Context()
 
-	s1 := startServer(t, serverOptions{args: cluster.serverArgs()})
+	s1 := startServer(t, serverOptions{apiOnly: true, args: cluster.serverArgs()})
 	cs1 := s1.client()
 	if _, err := os.Stat(filepath.Join(s1.dataDir, "etcd")); !os.IsNotExist(err) {
 		t.Errorf("stat %s/etcd = %v; want no embedded etcd data with --etcd-servers", s1.dataDir, err)
@@ -124,7 +124,7 @@ func TestExternalEtcdCluster(t *testing.T) {
 	})
 
 	t.Run("a second server shares the storage", func(t *testing.T) {
-		s2 := startServer(t, serverOptions{args: cluster.serverArgs()})
+		s2 := startServer(t, serverOptions{apiOnly: true, args: cluster.serverArgs()})
 		cs2 := s2.client()
 		n1, err := cs2.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		if err != nil {

@@ -66,6 +66,9 @@ type serverOptions struct {
 	dataDir string
 	port    int
 	args    []string
+	// apiOnly runs no controllers (--controllers=): for tests of the API
+	// server alone, which expect nothing but the test to write.
+	apiOnly bool
 }
 
 func freePort(t *testing.T) int {
@@ -86,6 +89,9 @@ func startServer(t *testing.T, o serverOptions) *serverProc {
 	}
 	// Port 0 lets the server pick a free port (no race with other tests);
 	// start reads the real one from admin.kubeconfig for later restarts.
+	if o.apiOnly {
+		o.args = append([]string{"--controllers="}, o.args...)
+	}
 	s := &serverProc{t: t, dataDir: o.dataDir, port: o.port, args: o.args}
 	s.start()
 	t.Cleanup(func() { s.stop() })

@@ -35,7 +35,7 @@ import (
 // list: the watches end cleanly, the list completes, the process exits 0,
 // and a restart on the same data dir has every object.
 func TestStopOnSIGTERM(t *testing.T) {
-	s := startServer(t, serverOptions{})
+	s := startServer(t, serverOptions{apiOnly: true})
 	cs := s.client()
 	ctx := t.Context()
 
@@ -154,7 +154,7 @@ func TestStopOnSIGTERM(t *testing.T) {
 // reading: the stop must not wait for it longer than --shutdown-timeout.
 func TestStopWithStalledWatch(t *testing.T) {
 	const shutdownTimeout = 2 * time.Second
-	s := startServer(t, serverOptions{args: []string{"--shutdown-timeout=" + shutdownTimeout.String()}})
+	s := startServer(t, serverOptions{apiOnly: true, args: []string{"--shutdown-timeout=" + shutdownTimeout.String()}})
 	const payloadSize = 240 << 10
 	createPayloadNodes(t, s.client(), max(16, 3*maxSendBuffer()/payloadSize), strings.Repeat("x", payloadSize))
 

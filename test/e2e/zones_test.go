@@ -182,4 +182,3 @@ func (s *serverProc) mustKubectlLike(t *testing.T, args ...string) string {
 	}
 	return string(b)
 }
-

@@ -50,6 +50,16 @@ type Subresource struct {
 	Verbs []string
 }
 
+// Scale maps a resource to the autoscaling/v1 Scale of its scale
+// subresource.
+type Scale struct {
+	// Get returns spec.replicas, status.replicas and the pod label
+	// selector in its string form ("app=web").
+	Get func(obj runtime.Object) (specReplicas, statusReplicas int32, selector string)
+	// SetReplicas writes spec.replicas.
+	SetReplicas func(obj runtime.Object, replicas int32)
+}
+
 // Resource is one served resource.
 type Resource struct {
 	GroupVersion schema.GroupVersion
@@ -70,7 +80,10 @@ type Resource struct {
 	IndexedFields []string
 	Strategy      Strategy
 	Subresources  []Subresource
-	Printer       printers.Printer
+	// Scale reads and writes the replica count behind the scale
+	// subresource (autoscaling/v1 Scale); nil when the resource has none.
+	Scale   *Scale
+	Printer printers.Printer
 	// StoragePrefix overrides the default "/registry/<group>/<resource>" key prefix.
 	StoragePrefix string
 	// Storage, when set, names a resource whose storage this one shares with

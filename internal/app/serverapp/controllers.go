@@ -19,10 +19,13 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
-	"github.com/nodeplane/nodeplane/internal/controller/leasegc"
+	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
+	"github.com/nodeplane/nodeplane/internal/controller/deployment"
+	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
+	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
@@ -85,8 +88,19 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		}
 		out = append(out, sched)
 	}
-	if sel.Enabled(leasegc.Name) {
-		out = append(out, leasegc.New(d.client, d.logger))
+	if sel.Enabled(replicaset.ControllerName) {
+		out = append(out, replicaset.NewController(replicaset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(deployment.ControllerName) {
+		out = append(out, deployment.NewController(deployment.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(daemonset.ControllerName) {
+		out = append(out, daemonset.NewController(daemonset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(garbagecollector.ControllerName) {
+		cfg := garbagecollector.DefaultConfig()
+		cfg.Client, cfg.Clock, cfg.Logger = d.client, d.clock, d.logger
+		out = append(out, garbagecollector.New(cfg))
 	}
 	return out, nlc, nil
 }

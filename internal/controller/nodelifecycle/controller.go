@@ -147,7 +147,12 @@ func (c *Controller) Run(ctx context.Context) {
 	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
 	c.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
 	defer bcast.Shutdown()
-	defer c.noSchedule.ShutDown()
+	// The queue must shut down before the workers are waited for (defers
+	// run last-in first-out): do it as soon as the term ends.
+	go func() {
+		<-ctx.Done()
+		c.noSchedule.ShutDown()
+	}()
 	c.mu.Lock()
 	c.leading = true
 	c.mu.Unlock()

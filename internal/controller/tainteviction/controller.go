@@ -141,7 +141,10 @@ func (c *Controller) Run(ctx context.Context) {
 	c.bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
 	c.recorder = c.bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})
 	defer c.bcast.Shutdown()
-	defer c.queue.ShutDown()
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
 
 	go func() {
 		for c.nextNode(ctx) {
