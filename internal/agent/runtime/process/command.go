@@ -65,6 +65,16 @@ func resolveLaunch(pod *corev1.Pod, c *corev1.Container, nodeIP, agentPath, agen
 		dir = "/"
 	}
 	path, err := lookPath(argv[0], vars["PATH"], dir)
+	if err != nil && len(c.Command) > 0 && c.Image != "" {
+		// A process "image" is its own entrypoint, and `kubectl create
+		// deployment web --image=sleep -- 3600` puts the words after -- in
+		// command: when command does not name a program, its words are the
+		// image's arguments, which is what the user meant.
+		if imagePath, ierr := lookPath(expand(c.Image, vars), vars["PATH"], dir); ierr == nil {
+			argv = append([]string{expand(c.Image, vars)}, argv...)
+			return launch{argv: argv, path: imagePath, env: env, dir: dir}, nil
+		}
+	}
 	if err != nil {
 		return launch{}, err
 	}
