@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -68,14 +69,20 @@ metadata:
 		t.Fatalf("create node: %q", out)
 	}
 	// Give the node a status like an agent would, so the columns have values.
-	n, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	// The lifecycle controller writes the node too (taints, labels): retry
+	// on conflicts as an agent does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}, {Type: corev1.NodeHostName, Address: "n1"}}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.33.0-nodeplane", OSImage: "Debian GNU/Linux 12", KernelVersion: "6.1.0", ContainerRuntimeVersion: "process://0.1"}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}, {Type: corev1.NodeHostName, Address: "n1"}}
-	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.33.0-nodeplane", OSImage: "Debian GNU/Linux 12", KernelVersion: "6.1.0", ContainerRuntimeVersion: "process://0.1"}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -124,7 +131,7 @@ metadata:
 
 	s.mustKubectl(t, k, "label", "node", "n1", "tier=edge")
 	s.mustKubectl(t, k, "annotate", "node", "n1", "owner=lab-3")
-	n, _ = cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	n, _ := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 	if n.Labels["tier"] != "edge" || n.Annotations["owner"] != "lab-3" {
 		t.Errorf("label/annotate: labels %v annotations %v", n.Labels, n.Annotations)
 	}

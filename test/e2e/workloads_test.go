@@ -162,6 +162,21 @@ spec:
 		}
 	})
 
+	t.Run("foreground deletion waits for the dependents", func(t *testing.T) {
+		s.mustKubectl(t, kubectl, "create", "deployment", "fg", "--image=sleep", "--replicas=2", "--", "3600")
+		s.mustKubectl(t, kubectl, "rollout", "status", "deployment/fg", "--timeout=60s")
+		// kubectl returns only once the Deployment itself is gone, which
+		// foreground deletion allows only after its ReplicaSet and pods.
+		s.mustKubectl(t, kubectl, "delete", "deployment", "fg", "--cascade=foreground", "--timeout=60s")
+		rs, err := cs.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=fg"})
+		if err != nil || len(rs.Items) != 0 {
+			t.Errorf("replicasets left after a foreground delete returned: %d (%v)", len(rs.Items), err)
+		}
+		if got := total(spread(t, cs, "app=fg")); got != 0 {
+			t.Errorf("%d fg pods not terminating after a foreground delete returned", got)
+		}
+	})
+
 	t.Run("deleting the Deployment removes its ReplicaSets and pods", func(t *testing.T) {
 		s.mustKubectl(t, kubectl, "delete", "deployment", "web", "--timeout=90s")
 		eventually(t, 60*time.Second, "replicasets gone", func() error {
@@ -220,4 +235,3 @@ func total(m map[string]int) int {
 	}
 	return n
 }
-
