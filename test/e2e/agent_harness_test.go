@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,7 +54,10 @@ func startAgent(t *testing.T, s *serverProc, o agentOptions) *agentProc {
 	}
 	a := &agentProc{t: t, name: o.name, dataDir: o.dataDir, args: append(args, o.args...)}
 	a.start()
-	t.Cleanup(func() { a.stop() })
+	t.Cleanup(func() {
+		a.stop()
+		killContainers(a.dataDir)
+	})
 	return a
 }
 
@@ -117,4 +121,42 @@ func (a *agentProc) kill9() {
 
 func (a *agentProc) String() string {
 	return fmt.Sprintf("agent %s (%s)", a.name, strings.Join(a.args, " "))
+}
+
+// killContainers ends every container an agent of dataDir started: its
+// shims (found by their command line, which names the data dir) and the
+// process groups of their children. Containers outlive an agent by design;
+// a test must not leave them behind.
+func killContainers(dataDir string) {
+	entries, _ := os.ReadDir("/proc")
+	shims := map[int]bool{}
+	parents := map[int]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil &&
+			strings.Contains(string(cmd), "agent-shim") && strings.Contains(string(cmd), dataDir) {
+			shims[pid] = true
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			// pid (comm) state ppid ...; comm may contain spaces.
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+				if f := strings.Fields(string(stat)[i+1:]); len(f) > 1 {
+					ppid, _ := strconv.Atoi(f[1])
+					parents[pid] = ppid
+				}
+			}
+		}
+	}
+	for pid, ppid := range parents {
+		if shims[ppid] {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // the container's own process group
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for pid := range shims {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
