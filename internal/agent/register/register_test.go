@@ -3,13 +3,15 @@ package register
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/clock"
 )
 
 func spec() Spec {
@@ -101,14 +103,18 @@ func withoutAnnotations(n *corev1.Node) *corev1.Node {
 }
 
 type fakeClient struct {
-	stored  *corev1.Node
-	errs    []error
-	creates int
-	patched []byte
+	onCreate func()
+	stored   *corev1.Node
+	errs     []error
+	creates  int
+	patched  []byte
 }
 
 func (f *fakeClient) CreateNode(_ context.Context, n *corev1.Node) (*corev1.Node, error) {
 	f.creates++
+	if f.onCreate != nil {
+		f.onCreate()
+	}
 	if len(f.errs) > 0 {
 		err := f.errs[0]
 		f.errs = f.errs[1:]
@@ -134,27 +140,23 @@ func (f *fakeClient) PatchNode(_ context.Context, _ string, patch []byte) (*core
 }
 
 func TestEnsureRetriesWithBackoffThenCreates(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	c := &fakeClient{errs: []error{apierrors.NewServiceUnavailable("x"), apierrors.NewServiceUnavailable("x"), apierrors.NewServiceUnavailable("x")}}
-	done := make(chan *corev1.Node)
-	go func() {
-		n, _, _ := Ensure(context.Background(), Config{Client: c, Clock: clk}, func() *corev1.Node { return InitialNode(spec(), corev1.NodeStatus{}) })
-		done <- n
-	}()
-	for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond) // wait for the goroutine to park on its timer; time is fake
+	// In a synctest bubble the real clock is fake: the retries' timers
+	// fire in order with no real waiting.
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeClient{errs: []error{apierrors.NewServiceUnavailable("x"), apierrors.NewServiceUnavailable("x"), apierrors.NewServiceUnavailable("x")}}
+		start := time.Now()
+		var attempts []time.Duration
+		c.onCreate = func() { attempts = append(attempts, time.Since(start)) }
+		n, created, err := Ensure(context.Background(), Config{Client: c, Clock: clock.RealClock{}},
+			func() *corev1.Node { return InitialNode(spec(), corev1.NodeStatus{}) })
+		if err != nil || n == nil || !created {
+			t.Fatalf("Ensure = %v, %v, %v", n, created, err)
 		}
-		clk.Step(d - time.Nanosecond)
-		if clk.HasWaiters() == false {
-			t.Fatalf("retry happened before %v", d)
+		want := []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond}
+		if fmt.Sprint(attempts) != fmt.Sprint(want) {
+			t.Errorf("create attempts at %v, want %v (back-off 100, 200, 400 ms)", attempts, want)
 		}
-		clk.Step(time.Nanosecond)
-	}
-	n := <-done
-	if n == nil || c.creates != 4 {
-		t.Fatalf("node %v after %d creates, want created on the 4th", n, c.creates)
-	}
+	})
 }
 
 func TestEnsureOnAnExistingNodeReconcilesLabelsOnly(t *testing.T) {
