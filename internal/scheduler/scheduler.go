@@ -20,8 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -202,10 +200,9 @@ func (s *Scheduler) responsible(p *corev1.Pod) bool {
 
 // Run implements manager.Controller.
 func (s *Scheduler) Run(ctx context.Context) {
-	bcast := record.NewBroadcaster(record.WithContext(ctx))
-	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.cfg.Client.CoreV1().Events("")})
-	s.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "default-scheduler"})
-	defer bcast.Shutdown()
+	recorder, stopEvents := manager.EventRecorder(ctx, s.cfg.Client, "default-scheduler")
+	defer stopEvents()
+	s.recorder = recorder
 	go func() {
 		<-ctx.Done()
 		s.queue.Close()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -118,45 +115,10 @@ func (c *Controller) Prepare(term *manager.Term) error {
 
 // Run implements manager.Controller.
 func (c *Controller) Run(ctx context.Context) {
-	// The broadcaster outlives ctx until the workers are done, so the
-	// events of a sync in flight are not refused.
-	bcast := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
-	c.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})
-	defer bcast.Shutdown()
-
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	requeue, err := c.sync(ctx, key)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		c.cfg.Logger.Warn("sync deployment", "deployment", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case err == nil:
-		c.queue.Forget(key)
-		if requeue > 0 {
-			c.queue.AddAfter(key, requeue)
-		}
-	}
-	return true
+	recorder, stop := manager.EventRecorder(ctx, c.cfg.Client, ControllerName)
+	defer stop()
+	c.recorder = recorder
+	manager.RunWorkers(ctx, c.queue, c.cfg.Workers, c.sync, c.cfg.Logger, "deployment")
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {

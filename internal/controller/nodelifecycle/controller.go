@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -143,10 +141,9 @@ func (c *Controller) Prepare(term *manager.Term) error {
 
 // Run implements manager.Controller.
 func (c *Controller) Run(ctx context.Context) {
-	bcast := record.NewBroadcaster(record.WithContext(ctx))
-	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
-	c.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
-	defer bcast.Shutdown()
+	recorder, stopEvents := manager.EventRecorder(ctx, c.cfg.Client, EventSource)
+	defer stopEvents()
+	c.recorder = recorder
 	// The queue must shut down before the workers are waited for (defers
 	// run last-in first-out): do it as soon as the term ends.
 	go func() {

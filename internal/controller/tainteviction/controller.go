@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -49,7 +47,6 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	wake     chan struct{}
 	recorder record.EventRecorder
-	bcast    record.EventBroadcaster
 }
 
 // NewController returns the controller and registers its metrics.
@@ -137,10 +134,9 @@ func (c *Controller) Prepare(term *manager.Term) error {
 
 // Run implements manager.Controller.
 func (c *Controller) Run(ctx context.Context) {
-	c.bcast = record.NewBroadcaster(record.WithContext(ctx))
-	c.bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
-	c.recorder = c.bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})
-	defer c.bcast.Shutdown()
+	recorder, stopEvents := manager.EventRecorder(ctx, c.cfg.Client, ControllerName)
+	defer stopEvents()
+	c.recorder = recorder
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
