@@ -20,7 +20,9 @@ import (
 )
 
 // kubectlVersions returns the kubectl binaries to drive: the default one,
-// plus versioned ones found beside it (the gcloud SDK ships 1.27–1.33).
+// the oldest supported one named by $KUBECTL_1_27 (.ci/run builds kubectl
+// 1.27 from its module, tools/kubectl127, and sets it), plus versioned ones
+// found in the gcloud SDK (which ships 1.27–1.33).
 func kubectlVersions(t *testing.T) map[string]string {
 	bins := map[string]string{"default": kubectlPath(t)}
 	for _, v := range []string{"1.27", "1.33"} {
@@ -28,6 +30,12 @@ func kubectlVersions(t *testing.T) map[string]string {
 		if _, err := os.Stat(p); err == nil {
 			bins[v] = p
 		}
+	}
+	if p := os.Getenv("KUBECTL_1_27"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("$KUBECTL_1_27: %v", err)
+		}
+		bins["1.27"] = p
 	}
 	if testing.Short() {
 		return map[string]string{"default": bins["default"]}
