@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -179,4 +180,45 @@ func TestEvictionHonoursDisruptionBudgets(t *testing.T) {
 			t.Errorf("got %d %s, want 422 naming both bounds", r.code, r.body)
 		}
 	})
+}
+
+// TestConcurrentEvictionsShareOneDisruption: five evictions racing for a
+// budget that allows one disruption — the compare-and-swap on the budget's
+// status lets exactly one through; the others get 429.
+func TestConcurrentEvictionsShareOneDisruption(t *testing.T) {
+	_, h := newTestServer(t, Config{})
+	names := []string{"web-1", "web-2", "web-3", "web-4", "web-5"}
+	for _, name := range names {
+		readyPod(t, h, name, corev1.PodRunning)
+	}
+	four := intstr.FromInt32(4)
+	mustDo(t, h, admin, "POST", pdbsPath, &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &four, Selector: webSelector},
+	}, http.StatusCreated)
+	setBudgetStatus(t, h, "web", policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 5, DesiredHealthy: 4, ExpectedPods: 5, DisruptionsAllowed: 1})
+
+	codes := make(chan int, len(names))
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- do(t, h, admin, "POST", podsPath+"/"+name+"/eviction", evictBody(name, false)).code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	got := map[int]int{}
+	for c := range codes {
+		got[c]++
+	}
+	if got[http.StatusCreated] != 1 || got[http.StatusTooManyRequests] != len(names)-1 {
+		t.Errorf("answers: got %v, want one 201 and %d 429", got, len(names)-1)
+	}
+	b := decode[policyv1.PodDisruptionBudget](t, mustDo(t, h, admin, "GET", pdbsPath+"/web", nil, http.StatusOK))
+	if b.Status.DisruptionsAllowed != 0 || len(b.Status.DisruptedPods) != 1 {
+		t.Errorf("budget after the race: %+v, want 0 allowed and one disrupted pod", b.Status)
+	}
 }
