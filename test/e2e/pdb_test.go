@@ -111,7 +111,7 @@ spec:
 			t.Fatalf("kubectl drain %s: %v\n%s", crowded, err, drain.output())
 		}
 		took := time.Since(start)
-		t.Logf("drain of %s: first budget refusal after %v, finished after %v", crowded, refused.Round(10*time.Millisecond), took.Round(10*time.Millisecond))
+		t.Logf("drain of %s: first budget refusal after %v, finished after %v; kubectl said:\n%s", crowded, refused.Round(10*time.Millisecond), took.Round(10*time.Millisecond), drain.output())
 		if !strings.Contains(drain.output(), "evicted") {
 			t.Errorf("drain output reports no eviction:\n%s", drain.output())
 		}
