@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,6 +78,7 @@ func TestHeadersMatchKubectl(t *testing.T) {
 		{"replica sets", ReplicaSets(), "NAME DESIRED CURRENT READY AGE", "CONTAINERS IMAGES SELECTOR", &appsv1.ReplicaSet{}, &appsv1.Deployment{}, 0},
 		{"daemon sets", DaemonSets(), "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE", "CONTAINERS IMAGES SELECTOR", &appsv1.DaemonSet{}, &appsv1.Deployment{}, 0},
 		{"stateful sets", StatefulSets(), "NAME READY AGE", "CONTAINERS IMAGES", &appsv1.StatefulSet{}, &appsv1.Deployment{}, 0},
+		{"pod disruption budgets", PodDisruptionBudgets(), "NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE", "", &policyv1.PodDisruptionBudget{}, &appsv1.Deployment{}, 0},
 		{"the default", Default(), "NAME CREATED AT", "", &corev1.ConfigMap{}, &runtime.Unknown{}, 0},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ func All() []*Resource {
 		Deployments(),
 		ReplicaSets(),
 		DaemonSets(),
+		PodDisruptionBudgets(),
 		Leases(),
 		EventsV1(events),
 		VolumeAttachments(),

@@ -21,6 +21,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
+	"github.com/nodeplane/nodeplane/internal/controller/disruption"
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
@@ -96,6 +97,9 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 	}
 	if sel.Enabled(daemonset.ControllerName) {
 		out = append(out, daemonset.NewController(daemonset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(disruption.ControllerName) {
+		out = append(out, disruption.NewController(disruption.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
 	}
 	if sel.Enabled(garbagecollector.ControllerName) {
 		cfg := garbagecollector.DefaultConfig()

@@ -166,7 +166,7 @@ func runTerm(ctx context.Context, cfg Config) {
 var Known = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
-	"statefulset-controller", "node-ipam-controller", "cloud-node-lifecycle-controller", "cloud-node-controller",
+	"disruption-controller", "statefulset-controller", "node-ipam-controller", "cloud-node-lifecycle-controller", "cloud-node-controller",
 	"persistentvolume-attach-detach-controller", "scheduler",
 }
 
