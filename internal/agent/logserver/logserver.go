@@ -46,7 +46,7 @@ type Config struct {
 	// renewed one is served without a restart). Required.
 	Certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	Clock       clock.PassiveClock
-	Logger *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Server is the agent's HTTPS endpoint.
