@@ -10,6 +10,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ type Config struct {
 	API     API
 	// ClientCAs verifies the API server when it fetches logs.
 	ClientCAs *x509.CertPool
+	// ServingCertificate returns the log endpoint's certificate (the
+	// node's serving certificate from the cluster CA) at each handshake.
+	ServingCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Listen is the log endpoint's host:port (default 0.0.0.0:10250; port
 	// 0 picks one and publishes it in status.daemonEndpoints).
 	Listen string
@@ -152,7 +156,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	log := a.cfg.Logger
 	logs, err := logserver.Listen(logserver.Config{
 		Listen: a.cfg.Listen, Runtime: a.cfg.Runtime, ClientCAs: a.cfg.ClientCAs,
-		Hosts: a.hostNames(), Clock: a.cfg.Clock, Logger: a.cfg.Logger,
+		Certificate: a.cfg.ServingCertificate, Clock: a.cfg.Clock, Logger: a.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("log endpoint: %w", err)
@@ -240,14 +244,6 @@ func (a *Agent) nodeUID(ctx context.Context) (types.UID, error) {
 		return "", err
 	}
 	return n.UID, nil
-}
-
-func (a *Agent) hostNames() []string {
-	names := []string{a.cfg.NodeName, "localhost", "127.0.0.1"}
-	for _, ip := range a.cfg.NodeIPs {
-		names = append(names, ip.String())
-	}
-	return names
 }
 
 func (a *Agent) hostIPs() []string {

@@ -31,6 +31,13 @@ const maxAgentErrorBytes = 16 << 10
 // podLog serves GET pods/<name>/log: it finds the container and the node
 // the pod runs on and streams the log from that node's agent, flushing as
 // it arrives so that follow=true works.
+//
+// The agent's address and port come from the Node's status, which the node
+// itself writes, so they prove nothing: what makes the request safe is
+// that the client from Config.NodeClient accepts only that node's serving
+// certificate, presents an identity that may do nothing but read logs, and
+// that a redirect is never followed (a node could otherwise point the
+// server at any URL, CVE-2020-8559).
 func (h *resourceHandler) podLog(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gr := h.r.GroupResource()
 	cur, err := h.current(r.Context(), info, 0)
@@ -74,7 +81,7 @@ func (h *resourceHandler) podLog(w http.ResponseWriter, r *http.Request, info re
 		writeError(w, r, err, gr, info.Name)
 		return
 	}
-	resp, err := h.s.cfg.NodeClient.Do(req)
+	resp, err := noRedirects(h.s.cfg.NodeClient(pod.Spec.NodeName)).Do(req)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away
@@ -87,6 +94,10 @@ func (h *resourceHandler) podLog(w http.ResponseWriter, r *http.Request, info re
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		writeStatus(w, r, agentRedirectStatus(resp, pod.Spec.NodeName))
+		return
+	}
 	if resp.StatusCode != http.StatusOK {
 		writeStatus(w, r, agentErrorStatus(resp, pod.Spec.NodeName))
 		return
@@ -216,6 +227,26 @@ func (s *Server) agentHost(r *http.Request, node string) (string, error) {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q reports no agent port (status.daemonEndpoints.kubeletEndpoint.Port)", node))
 	}
 	return net.JoinHostPort(addr, strconv.Itoa(int(port))), nil
+}
+
+// noRedirects returns a copy of c that hands a redirect back to the caller
+// instead of following it.
+func noRedirects(c *http.Client) *http.Client {
+	cc := *c
+	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cc
+}
+
+// agentRedirectStatus refuses an agent's redirect: 502, nothing fetched.
+// The target is not echoed; it is the node's to choose.
+func agentRedirectStatus(resp *http.Response, node string) *metav1.Status {
+	return &metav1.Status{
+		Status: metav1.StatusFailure,
+		Code:   http.StatusBadGateway,
+		Reason: metav1.StatusReasonInternalError,
+		Message: fmt.Sprintf("the agent of node %q answered %s with a redirect; pods/log does not follow redirects from agents",
+			node, resp.Status),
+	}
 }
 
 // agentErrorStatus relays an agent's non-200 answer: its code, and its

@@ -89,7 +89,7 @@ func agentNode(name string, port int32) *corev1.Node {
 func TestPodLog(t *testing.T) {
 	agent := newFakeAgent(t)
 	backing := newStorage(t)
-	_, h := newTestServer(t, Config{Storage: backing, NodeClient: agent.srv.Client()})
+	_, h := newTestServer(t, Config{Storage: backing, NodeClient: func(string) *http.Client { return agent.srv.Client() }})
 	const pods = "/api/v1/namespaces/default/pods"
 	mustDo(t, h, admin, http.MethodPost, "/api/v1/nodes", agentNode("logs-node", agent.port(t)), http.StatusCreated)
 	mustDo(t, h, admin, http.MethodPost, "/api/v1/nodes", agentNode("dead-node", closedPort(t)), http.StatusCreated)

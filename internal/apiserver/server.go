@@ -53,10 +53,12 @@ type Config struct {
 	// requests and discovery). Nil allows every request: only for tests and
 	// tools that run the server without authentication.
 	Authorizer Authorizer
-	// NodeClient is the HTTP client pods/log uses to reach node agents; it
-	// presents the server's kubelet-client certificate. Nil makes pods/log
-	// answer 503.
-	NodeClient *http.Client
+	// NodeClient returns the HTTP client pods/log uses to reach the agent
+	// of node: it presents the server's kubelet-client certificate and
+	// accepts only that node's serving certificate (see
+	// pki.Cluster.NodeServingClientTLS). pods/log never follows a redirect,
+	// whatever the client's policy. Nil makes pods/log answer 503.
+	NodeClient func(node string) *http.Client
 	Version    version.Info
 	Clock      clock.WithTicker
 	Logger     *slog.Logger

@@ -103,6 +103,8 @@ type Identity struct {
 
 	renewMu sync.Mutex // serialises renewals
 	creds   atomic.Pointer[credentials]
+	// serving is the agent's serving certificate (see EnsureServing).
+	serving servingState
 	// transport carries requests for RESTConfig's clients. A renewal
 	// replaces it, so that no request after the renewal can pick a pooled
 	// connection authenticated with the old certificate.

@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	randv2 "math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -32,11 +34,31 @@ func renewalTime(leaf *x509.Certificate, fraction float64) time.Time {
 // (the agent was down, or the server unreachable, for too long) it
 // re-joins with the join token instead, trusting the pinned CA; without a
 // token it keeps retrying and logging, as nothing else can help.
+//
+// When EnsureServing was called first, it renews the serving certificate
+// the same way (RenewServing), alongside.
 func (id *Identity) RunRenewal(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if id.servingLeaf() != nil {
+		// Its own source: ClientConfig.Rand is for one goroutine.
+		rnd := randv2.New(randv2.NewPCG(id.c.Rand.Uint64(), id.c.Rand.Uint64()))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id.renewLoop(ctx, "serving certificate", rnd, id.servingLeaf, id.RenewServing)
+		}()
+	}
+	id.renewLoop(ctx, "node certificate", id.c.Rand, id.Certificate, id.renewOrRejoin)
+}
+
+// renewLoop runs renew whenever 70–90% of current()'s lifetime has
+// passed, retrying failures with back-off, until ctx ends.
+func (id *Identity) renewLoop(ctx context.Context, what string, rnd *randv2.Rand, current func() *x509.Certificate, renew func(context.Context) error) {
 	clk, log := id.c.Clock, id.c.Logger
 	for {
-		at := renewalTime(id.Certificate(), renewFrom+renewSpread*id.c.Rand.Float64())
-		log.Debug("next node certificate renewal", "node", id.NodeName(), "at", at)
+		at := renewalTime(current(), renewFrom+renewSpread*rnd.Float64())
+		log.Debug("next certificate renewal", "what", what, "node", id.NodeName(), "at", at)
 		if d := at.Sub(clk.Now()); d > 0 {
 			if sleep(ctx, clk, d) != nil {
 				return
@@ -44,14 +66,14 @@ func (id *Identity) RunRenewal(ctx context.Context) {
 		}
 		wait := retryInitial
 		for {
-			err := id.renewOrRejoin(ctx)
+			err := renew(ctx)
 			if err == nil {
 				break
 			}
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("renew node certificate", "node", id.NodeName(), "retryIn", wait, "err", err)
+			log.Warn("certificate renewal failed", "what", what, "node", id.NodeName(), "retryIn", wait, "err", err)
 			if sleep(ctx, clk, wait) != nil {
 				return
 			}

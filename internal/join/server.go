@@ -119,6 +119,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.mux.HandleFunc(certificatePath, s.method(http.MethodPost, s.certificate))
 	s.mux.HandleFunc(renewPath, s.method(http.MethodPost, s.renew))
 	s.mux.HandleFunc(tokenPath, s.method(http.MethodPost, s.token))
+	s.mux.HandleFunc(servingPath, s.method(http.MethodPost, s.servingCertificate))
 	s.mux.HandleFunc(PathPrefix, func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, statusFor(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource", nil))
 	})

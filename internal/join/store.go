@@ -68,8 +68,44 @@ func (s store) path(name string) string { return filepath.Join(s.dir, name) }
 // reported in reason with nil credentials; only a failure to read (for
 // example permissions) is an error.
 func (s store) load() (creds *credentials, reason string, err error) {
-	var data [3][]byte
-	for i, name := range []string{CACertFile, NodeCertFile, NodeKeyFile} {
+	caPEM, err := os.ReadFile(s.path(CACertFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "absent", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("node identity: %w", err)
+	}
+	return s.loadPair(nodeFiles, caPEM)
+}
+
+// save writes creds so that a crash at any point leaves a usable identity
+// (the old one or the new one): the CA first, then the key pair (see
+// savePair). Each file is replaced atomically.
+func (s store) save(creds *credentials) error {
+	if err := pki.EnsurePrivateDir(s.dir); err != nil {
+		return fmt.Errorf("store node identity: %w", err)
+	}
+	if old, err := os.ReadFile(s.path(CACertFile)); err != nil || !bytes.Equal(old, creds.caPEM) {
+		if err := pki.WriteFileAtomic(s.path(CACertFile), creds.caPEM, fileMode); err != nil {
+			return fmt.Errorf("store node identity: %w", err)
+		}
+	}
+	return s.savePair(nodeFiles, creds)
+}
+
+// keyFiles names a stored certificate, its key, and the key's name while a
+// renewal is writing it.
+type keyFiles struct{ cert, key, pendingKey string }
+
+// nodeFiles hold the node's client certificate.
+var nodeFiles = keyFiles{cert: NodeCertFile, key: NodeKeyFile, pendingKey: pendingKeyFile}
+
+// loadPair reads the certificate and key of f, pairing them with caPEM. A
+// missing or unparsable pair is reported in reason with nil credentials;
+// only a failure to read is an error.
+func (s store) loadPair(f keyFiles, caPEM []byte) (creds *credentials, reason string, err error) {
+	var data [2][]byte
+	for i, name := range []string{f.cert, f.key} {
 		b, err := os.ReadFile(s.path(name))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "absent", nil
@@ -79,14 +115,14 @@ func (s store) load() (creds *credentials, reason string, err error) {
 		}
 		data[i] = b
 	}
-	caPEM, certPEM, keyPEM := data[0], data[1], data[2]
+	certPEM, keyPEM := data[0], data[1]
 	creds, err = parseCredentials(caPEM, certPEM, keyPEM)
 	if err != nil {
 		// A renewal may have stopped between writing the certificate and
 		// moving its key into place: finish it.
-		if pending, perr := os.ReadFile(s.path(pendingKeyFile)); perr == nil {
+		if pending, perr := os.ReadFile(s.path(f.pendingKey)); perr == nil {
 			if c, cerr := parseCredentials(caPEM, certPEM, pending); cerr == nil {
-				if err := os.Rename(s.path(pendingKeyFile), s.path(NodeKeyFile)); err != nil {
+				if err := os.Rename(s.path(f.pendingKey), s.path(f.key)); err != nil {
 					return nil, "", fmt.Errorf("node identity: finish interrupted renewal: %w", err)
 				}
 				return c, "", nil
@@ -97,27 +133,22 @@ func (s store) load() (creds *credentials, reason string, err error) {
 	return creds, "", nil
 }
 
-// save writes creds so that a crash at any point leaves a usable identity
-// (the old one or the new one): the CA first, then the key under a
-// temporary name, the certificate, and finally the key under its name
-// (load completes the last step if it was missed). Each file is replaced
-// atomically.
-func (s store) save(creds *credentials) error {
+// savePair writes the certificate and key of creds as f so that a crash at
+// any point leaves a usable pair (the old one or the new one): the key
+// under a temporary name, the certificate, and finally the key under its
+// name (loadPair completes the last step if it was missed). Each file is
+// replaced atomically.
+func (s store) savePair(f keyFiles, creds *credentials) error {
 	if err := pki.EnsurePrivateDir(s.dir); err != nil {
 		return fmt.Errorf("store node identity: %w", err)
 	}
-	if old, err := os.ReadFile(s.path(CACertFile)); err != nil || !bytes.Equal(old, creds.caPEM) {
-		if err := pki.WriteFileAtomic(s.path(CACertFile), creds.caPEM, fileMode); err != nil {
-			return fmt.Errorf("store node identity: %w", err)
-		}
-	}
-	if err := pki.WriteFileAtomic(s.path(pendingKeyFile), creds.keyPEM, fileMode); err != nil {
+	if err := pki.WriteFileAtomic(s.path(f.pendingKey), creds.keyPEM, fileMode); err != nil {
 		return fmt.Errorf("store node identity: %w", err)
 	}
-	if err := pki.WriteFileAtomic(s.path(NodeCertFile), creds.certPEM, fileMode); err != nil {
+	if err := pki.WriteFileAtomic(s.path(f.cert), creds.certPEM, fileMode); err != nil {
 		return fmt.Errorf("store node identity: %w", err)
 	}
-	if err := os.Rename(s.path(pendingKeyFile), s.path(NodeKeyFile)); err != nil {
+	if err := os.Rename(s.path(f.pendingKey), s.path(f.key)); err != nil {
 		return fmt.Errorf("store node identity: %w", err)
 	}
 	return nil

@@ -5,40 +5,35 @@
 // sinceSeconds).
 //
 // Only the API server may call it: the listener requires a client
-// certificate issued by the cluster CA whose organization is system:masters
-// (the API server's kubelet-client certificate). The agent's serving
-// certificate is self-signed; the API server does not verify it, as
-// kube-apiserver does not verify kubelets by default.
+// certificate issued by the cluster CA, and the handler admits only the API
+// server's kubelet-client identity (pki.KubeletClientUser, which may do
+// nothing else) and administrators (group system:masters); a node's
+// certificate gets 403. It presents the agent's serving certificate, issued
+// by the cluster CA for this node (join.Identity.EnsureServing), which the
+// API server checks names the node it meant to reach.
 //
 // It reads logs only through the runtime.Runtime interface.
 package logserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/agent/runtime"
+	"github.com/nodeplane/nodeplane/internal/pki"
 )
-
-// MastersGroup is the organization a caller's certificate must carry.
-const MastersGroup = "system:masters"
 
 // Config configures a Server.
 type Config struct {
@@ -47,10 +42,11 @@ type Config struct {
 	Runtime runtime.Runtime
 	// ClientCAs verifies callers (the cluster CA).
 	ClientCAs *x509.CertPool
-	// Hosts are put in the self-signed serving certificate.
-	Hosts  []string
-	Clock  clock.PassiveClock
-	Logger *slog.Logger
+	// Certificate returns the serving certificate at each handshake (so a
+	// renewed one is served without a restart). Required.
+	Certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	Clock       clock.PassiveClock
+	Logger      *slog.Logger
 }
 
 // Server is the agent's HTTPS endpoint.
@@ -62,18 +58,14 @@ type Server struct {
 
 // Listen opens the listener; Serve serves it.
 func Listen(cfg Config) (*Server, error) {
-	if cfg.Runtime == nil || cfg.ClientCAs == nil {
-		return nil, errors.New("logserver: Runtime and ClientCAs are required")
+	if cfg.Runtime == nil || cfg.ClientCAs == nil || cfg.Certificate == nil {
+		return nil, errors.New("logserver: Runtime, ClientCAs and Certificate are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	cert, err := selfSigned(cfg.Hosts, cfg.Clock.Now())
-	if err != nil {
-		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -86,10 +78,10 @@ func Listen(cfg Config) (*Server, error) {
 	s.srv = &http.Server{
 		Handler: s.authorize(mux),
 		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    cfg.ClientCAs,
-			MinVersion:   tls.VersionTLS12,
+			GetCertificate: cfg.Certificate,
+			ClientAuth:     tls.RequireAndVerifyClientCert,
+			ClientCAs:      cfg.ClientCAs,
+			MinVersion:     tls.VersionTLS12,
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
@@ -115,14 +107,27 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+// authorize admits the API server's kubelet-client identity and
+// administrators, and answers 403 to every other verified caller.
 func (s *Server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || !slices.Contains(r.TLS.VerifiedChains[0][0].Subject.Organization, MastersGroup) {
-			http.Error(w, "forbidden: only the API server may read logs", http.StatusForbidden)
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || !mayReadLogs(r.TLS.VerifiedChains[0][0].Subject) {
+			user := ""
+			if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+				user = r.TLS.PeerCertificates[0].Subject.CommonName
+			}
+			s.cfg.Logger.Info("log request refused", "user", user, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("forbidden: user %q may not read logs here; only the API server may", user), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// mayReadLogs: the API server's kubelet-client identity, or a member of
+// system:masters.
+func mayReadLogs(subject pkix.Name) bool {
+	return subject.CommonName == pki.KubeletClientUser || slices.Contains(subject.Organization, pki.AdminGroup)
 }
 
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
@@ -211,35 +216,4 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 		f.f.Flush()
 	}
 	return n, err
-}
-
-func selfSigned(hosts []string, now time.Time) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("serving key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("serial: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "nodeplane-agent"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h = strings.TrimSpace(h); h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("self-signed certificate: %w", err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

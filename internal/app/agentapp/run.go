@@ -151,6 +151,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if err := id.EnsureServing(ctx, servingHosts(h, nodeIPs, log)); err != nil {
+		return err
+	}
 	go id.RunRenewal(ctx)
 	rc := id.RESTConfig()
 	rc.QPS, rc.Burst = 50, 100
@@ -200,17 +203,18 @@ func Run(ctx context.Context, cfg Config) error {
 	// detached); the next agent adopts them.
 	defer rt.Close()
 	ag, err = agent.New(agent.Config{
-		NodeName:  nodeName,
-		Settings:  settings,
-		Labels:    o.NodeLabels,
-		NodeIPs:   nodeIPs,
-		Host:      h,
-		Runtime:   rt,
-		API:       agent.API{Core: core, Coordination: coord},
-		ClientCAs: caPool,
-		Listen:    net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
-		Clock:     cfg.Clock,
-		Logger:    log,
+		NodeName:           nodeName,
+		Settings:           settings,
+		Labels:             o.NodeLabels,
+		NodeIPs:            nodeIPs,
+		Host:               h,
+		Runtime:            rt,
+		API:                agent.API{Core: core, Coordination: coord},
+		ClientCAs:          caPool,
+		ServingCertificate: id.ServingCertificate,
+		Listen:             net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
+		Clock:              cfg.Clock,
+		Logger:             log,
 		OnRepeatedFailure: func() {
 			// A half-dead connection must not carry the next heartbeat.
 			if c, ok := rc.Transport.(interface{ CloseIdleConnections() }); ok {
@@ -222,4 +226,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	return ag.Run(ctx)
+}
+
+// servingHosts are the SANs the agent asks for in its serving certificate:
+// the addresses it reports in its Node's status (InternalIPs, hostname).
+// The server decides which it signs; the API server does not need any of
+// them, as it checks the node's identity in the certificate.
+func servingHosts(h *host.Host, nodeIPs []net.IP, log *slog.Logger) []string {
+	hostname, _ := h.Hostname()
+	addrs, err := h.Addresses(nodeIPs, hostname)
+	if err != nil {
+		log.Warn("node addresses for the serving certificate", "err", err)
+	}
+	var hosts []string
+	for _, a := range addrs {
+		hosts = append(hosts, a.Address)
+	}
+	return hosts
 }

@@ -498,16 +498,17 @@ func openAPIResources(resources []*registry.Resource) []openapi.Resource {
 	return out
 }
 
-// kubeletClientName is the identity the server presents to node agents when
-// it fetches logs (kube-apiserver's kubelet-client certificate).
-const kubeletClientName = "system:kube-apiserver-kubelet-client"
-
-// kubeletClient returns the HTTP client pods/log uses to reach agents. It
-// presents a client certificate in system:masters, which the agent's log
-// endpoint requires; it does not verify the agent's self-signed serving
-// certificate, as kube-apiserver does not verify kubelets by default.
-func kubeletClient(cluster *pki.Cluster) (*http.Client, error) {
-	certPEM, keyPEM, err := cluster.IssueClientCert(kubeletClientName, []string{authn.GroupMasters}, 365*24*time.Hour)
+// kubeletClient returns, per node, the HTTP client pods/log uses to reach
+// that node's agent. It presents a client certificate for
+// pki.KubeletClientUser in no group — an identity that may read logs from
+// agents and do nothing on the API server — and accepts only the node's own
+// serving certificate from the cluster CA (pki.Cluster.NodeServingClientTLS),
+// so that a node cannot pass off another endpoint as its agent. Each
+// request gets its own connection: a pooled connection is keyed by address
+// alone, and an address, which nodes report themselves, may lead to another
+// node's agent later. Redirects are never followed.
+func kubeletClient(cluster *pki.Cluster) (func(node string) *http.Client, error) {
+	certPEM, keyPEM, err := cluster.IssueClientCert(pki.KubeletClientUser, nil, 365*24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet client certificate: %w", err)
 	}
@@ -515,15 +516,19 @@ func kubeletClient(cluster *pki.Cluster) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet client certificate: %w", err)
 	}
-	return &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{
-			Certificates:       []tls.Certificate{cert},
-			InsecureSkipVerify: true, //nolint:gosec // agents serve self-signed certificates; the client certificate authenticates us to them
-			MinVersion:         tls.VersionTLS12,
-		},
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		IdleConnTimeout:       90 * time.Second,
-	}}, nil
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	return func(node string) *http.Client {
+		tlsCfg := cluster.NodeServingClientTLS(node)
+		tlsCfg.Certificates = []tls.Certificate{cert}
+		return &http.Client{
+			Transport: &http.Transport{
+				TLSClientConfig:       tlsCfg,
+				DialContext:           dialer.DialContext,
+				DisableKeepAlives:     true,
+				TLSHandshakeTimeout:   10 * time.Second,
+				ResponseHeaderTimeout: 30 * time.Second,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}, nil
 }
