@@ -126,7 +126,9 @@ func TestNodeRestriction(t *testing.T) {
 		})}, "use clustertrustbundles"},
 
 		{"a mirror pod with two owners is refused", asNode("a"), Attributes{Operation: Create, Resource: pods, Object: mirrorPod(func(p *corev1.Pod) { p.OwnerReferences = append(p.OwnerReferences, p.OwnerReferences[0]) })}, "with a single owner reference set to itself"},
-		{"a mirror pod owned by something other than a Node is refused", asNode("a"), Attributes{Operation: Create, Resource: pods, Object: mirrorPod(func(p *corev1.Pod) { p.OwnerReferences[0].APIVersion, p.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet" })}, "with an owner reference set to itself"},
+		{"a mirror pod owned by something other than a Node is refused", asNode("a"), Attributes{Operation: Create, Resource: pods, Object: mirrorPod(func(p *corev1.Pod) {
+			p.OwnerReferences[0].APIVersion, p.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet"
+		})}, "with an owner reference set to itself"},
 		{"a mirror pod whose owner is not its controller is refused", asNode("a"), Attributes{Operation: Create, Resource: pods, Object: mirrorPod(func(p *corev1.Pod) { p.OwnerReferences[0].Controller = nil })}, "with a controller owner reference set to itself"},
 		{"a mirror pod pulling with a secret is refused", asNode("a"), Attributes{Operation: Create, Resource: pods, Object: mirrorPod(func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} })}, "reference secrets"},
 		{"a mirror pod loading its env from a config map is refused", asNode("a"), Attributes{Operation: Create, Resource: pods, Object: mirrorPod(func(p *corev1.Pod) {
