@@ -10,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
@@ -21,7 +23,10 @@ import (
 var deleteOptionsGVK = metav1.SchemeGroupVersion.WithKind("DeleteOptions")
 
 // parseDeleteOptions reads DeleteOptions from the body (JSON, YAML or
-// protobuf) and the query parameters.
+// protobuf) and the query parameters. A value that does not parse is 400
+// BadRequest; options that do not go together or an unknown
+// propagationPolicy or dryRun are 422 Invalid DeleteOptions, as in
+// kube-apiserver.
 func parseDeleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := readBody(r)
@@ -62,20 +67,8 @@ func parseDeleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteO
 			opts.DryRun = fromQuery.DryRun
 		}
 	}
-	if p := opts.PropagationPolicy; p != nil {
-		switch *p {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-		default:
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy: Unsupported value: %q: supported values: \"Foreground\", \"Background\", \"Orphan\"", *p))
-		}
-		if opts.OrphanDependents != nil {
-			return nil, apierrors.NewBadRequest("orphanDependents and propagationPolicy cannot both be set")
-		}
-	}
-	for _, d := range opts.DryRun {
-		if d != metav1.DryRunAll {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
-		}
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
 }

@@ -19,11 +19,8 @@ import (
 
 func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gr := h.r.GroupResource()
-	params, err := parseWriteParams(r)
-	if err != nil {
-		writeError(w, r, err, gr, info.Name)
-		return
-	}
+	// The patch type first, as kube-apiserver: an unknown one is 415
+	// whatever the options say.
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
 	pt := types.PatchType(mt)
@@ -40,6 +37,11 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, info req
 			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
 			Message: fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", ct),
 		}}, gr, info.Name)
+		return
+	}
+	params, err := parseWriteParams(r)
+	if err != nil {
+		writeError(w, r, err, gr, info.Name)
 		return
 	}
 	body, err := readBody(r)

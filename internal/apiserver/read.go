@@ -11,10 +11,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	listvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
@@ -42,6 +45,10 @@ func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, info reque
 	gr := h.r.GroupResource()
 	var obj runtime.Object
 	var err error
+	if _, err := store.ParseRV(r.URL.Query().Get("resourceVersion")); err != nil {
+		writeError(w, r, apierrors.NewBadRequest(err.Error()), gr, info.Name)
+		return
+	}
 	if r.URL.Query().Get("resourceVersion") == "0" {
 		obj, err = h.st.GetCached(info.Namespace, info.Name)
 		if errors.Is(err, store.ErrNotReady) {
@@ -145,10 +152,23 @@ type listParams struct {
 	rv   int64
 }
 
+// parseListParams decodes and checks the query of a list, watch or
+// deletecollection. Like kube-apiserver: a value that does not parse is
+// 400 BadRequest; a combination the list options forbid (an unknown
+// resourceVersionMatch, a match without a resourceVersion, Exact at "0",
+// a match with continue, sendInitialEvents on a list, a watch match
+// without sendInitialEvents) is 422 Invalid ListOptions; a negative limit
+// means no limit.
 func (h *resourceHandler) parseListParams(r *http.Request, info requestInfo) (listParams, error) {
 	var p listParams
 	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &p.opts); err != nil {
 		return p, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := validateListOptions(p.opts, info.Verb == "watch"); len(errs) > 0 {
+		return p, apierrors.NewInvalid(listOptionsKind, "", errs)
+	}
+	if p.opts.Limit < 0 {
+		p.opts.Limit = 0
 	}
 	p.pred.Namespace = info.Namespace
 	var err error
@@ -167,6 +187,23 @@ func (h *resourceHandler) parseListParams(r *http.Request, info requestInfo) (li
 		return p, apierrors.NewBadRequest(err.Error())
 	}
 	return p, nil
+}
+
+// listOptionsKind names ListOptions in 422 answers.
+var listOptionsKind = schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}
+
+// validateListOptions checks the resourceVersion, resourceVersionMatch,
+// continue and sendInitialEvents combination with apimachinery's own
+// rules, so the answers read as kube-apiserver's. The WatchList feature
+// (sendInitialEvents) is always on here.
+func validateListOptions(opts metav1.ListOptions, watch bool) field.ErrorList {
+	return listvalidation.ValidateListOptions(&metainternalversion.ListOptions{
+		Watch:                watch,
+		ResourceVersion:      opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch,
+		Continue:             opts.Continue,
+		SendInitialEvents:    opts.SendInitialEvents,
+	}, true)
 }
 
 // continueToken is the opaque list continuation handed to clients.
@@ -200,10 +237,6 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info requ
 	p, err := h.parseListParams(r, info)
 	if err != nil {
 		writeError(w, r, err, gr, "")
-		return
-	}
-	if p.opts.ResourceVersionMatch != "" && p.opts.ResourceVersion == "" {
-		writeStatus(w, r, statusOf(apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")))
 		return
 	}
 	if p.opts.Continue != "" && p.opts.ResourceVersion != "" && p.opts.ResourceVersion != "0" {

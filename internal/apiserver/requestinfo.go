@@ -62,7 +62,12 @@ func parseResourcePath(r *http.Request, isNamespaced func(group, version, resour
 		info.Namespace = ""
 	}
 	q := r.URL.Query()
-	isWatch := watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	// As kube-apiserver reads a boolean parameter: present and neither
+	// "0" nor "false" (any case) is true.
+	isWatch := watchPath
+	if v, ok := q["watch"]; ok && len(v) > 0 {
+		isWatch = isWatch || (v[0] != "0" && !strings.EqualFold(v[0], "false"))
+	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {

@@ -38,12 +38,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 		p.pred.Field = sel
 	}
 	opts := store.WatchOptions{Bookmarks: p.opts.AllowWatchBookmarks, BookmarkEvery: h.s.cfg.BookmarkInterval}
+	// parseListParams has refused a resourceVersionMatch other than
+	// NotOlderThan, and any match without sendInitialEvents.
 	switch {
 	case p.opts.SendInitialEvents != nil:
-		if p.opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
-			writeError(w, r, invalidWatch("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"), gr, "")
-			return
-		}
 		if !p.opts.AllowWatchBookmarks && *p.opts.SendInitialEvents {
 			writeError(w, r, invalidWatch("allowWatchBookmarks", "sendInitialEvents requires allowWatchBookmarks=true"), gr, "")
 			return
@@ -64,9 +62,6 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 				opts.FromRV = h.st.CacheRV()
 			}
 		}
-	case p.opts.ResourceVersionMatch != "":
-		writeError(w, r, apierrors.NewBadRequest("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"), gr, "")
-		return
 	case p.rv == 0:
 		opts.InitialState = true
 	default:

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"mime"
 	"net/http"
 
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
@@ -32,27 +35,60 @@ type writeParams struct {
 	fieldValidation string // Strict, Warn or Ignore
 }
 
+// parseWriteParams decodes and checks the options of a write: POST
+// carries CreateOptions, PUT UpdateOptions and PATCH PatchOptions (for
+// the patch type in Content-Type). As in kube-apiserver, a value that does
+// not parse is 400 BadRequest and one the options do not allow (an
+// unknown dryRun or fieldValidation, a fieldManager too long or with
+// unprintable characters, force on a patch that is not an apply) is 422
+// Invalid naming the options kind.
 func parseWriteParams(r *http.Request) (writeParams, error) {
-	q := r.URL.Query()
-	var p writeParams
-	for _, d := range q["dryRun"] {
-		if d != "All" {
-			return p, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
+	var (
+		p      writeParams
+		kind   string
+		dryRun []string
+		fv     string
+		errs   field.ErrorList
+	)
+	switch r.Method {
+	case http.MethodPut:
+		o := &metav1.UpdateOptions{}
+		if err := decodeQuery(r, o); err != nil {
+			return p, err
 		}
-		p.dryRun = true
-	}
-	p.fieldValidation = q.Get("fieldValidation")
-	switch p.fieldValidation {
-	case "":
-		p.fieldValidation = "Warn"
-	case "Strict", "Warn", "Ignore":
+		kind, dryRun, fv, errs = "UpdateOptions", o.DryRun, o.FieldValidation, metav1validation.ValidateUpdateOptions(o)
+	case http.MethodPatch:
+		o := &metav1.PatchOptions{}
+		if err := decodeQuery(r, o); err != nil {
+			return p, err
+		}
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		kind, dryRun, fv, errs = "PatchOptions", o.DryRun, o.FieldValidation, metav1validation.ValidatePatchOptions(o, types.PatchType(mt))
 	default:
-		return p, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", p.fieldValidation))
+		o := &metav1.CreateOptions{}
+		if err := decodeQuery(r, o); err != nil {
+			return p, err
+		}
+		kind, dryRun, fv, errs = "CreateOptions", o.DryRun, o.FieldValidation, metav1validation.ValidateCreateOptions(o)
 	}
-	if fm := q.Get("fieldManager"); len(fm) > 128 {
-		return p, apierrors.NewBadRequest("fieldManager must not be longer than 128 characters")
+	if len(errs) > 0 {
+		return p, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	p.dryRun = len(dryRun) > 0
+	p.fieldValidation = fv
+	if p.fieldValidation == "" {
+		p.fieldValidation = metav1.FieldValidationWarn
 	}
 	return p, nil
+}
+
+// decodeQuery decodes the request's query parameters into the options
+// struct opts; a value that does not parse is 400 BadRequest.
+func decodeQuery(r *http.Request, opts runtime.Object) error {
+	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
 }
 
 func unsupportedMediaType(ct string) error {
@@ -292,6 +328,10 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info re
 				return
 			}
 		}
+		if err := uidPrecondition(gr, info.Name, a.GetUID(), old); err != nil {
+			writeError(w, r, err, gr, info.Name)
+			return
+		}
 		in := obj
 		if attempt > 0 {
 			in = obj.DeepCopyObject()
@@ -313,6 +353,42 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info re
 		h.writeObject(w, r, http.StatusOK, out)
 		return
 	}
+}
+
+// uidPrecondition: a uid in the body of an update is a precondition, as
+// in kube-apiserver; one that is not the stored object's is 409 Conflict
+// (the object was replaced since the client read it, or the client is
+// trying to change what cannot change).
+func uidPrecondition(gr schema.GroupResource, name string, uid types.UID, old runtime.Object) error {
+	if uid == "" {
+		return nil
+	}
+	oa, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	if uid != oa.GetUID() {
+		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oa.GetUID()))
+	}
+	return nil
+}
+
+// immutableMeta refuses an update that changes the uid or puts a
+// deletionTimestamp on an object that has none: 422 Invalid, like
+// kube-apiserver's object meta validation. Leaving either out keeps the
+// stored value.
+func (h *resourceHandler) immutableMeta(name string, a, oa metav1.Object) error {
+	var errs field.ErrorList
+	if uid := a.GetUID(); uid != "" && uid != oa.GetUID() {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable"))
+	}
+	if dts := a.GetDeletionTimestamp(); dts != nil && oa.GetDeletionTimestamp() == nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), dts, "field is immutable"))
+	}
+	if len(errs) > 0 {
+		return h.invalid(name, errs)
+	}
+	return nil
 }
 
 // checkIdentity refuses a body whose name or namespace differs from the URL.
@@ -364,6 +440,9 @@ func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, ob
 	}
 	oa, err := meta.Accessor(old)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.immutableMeta(info.Name, a, oa); err != nil {
 		return nil, err
 	}
 	a.SetUID(oa.GetUID())

@@ -26,8 +26,9 @@ var (
 const mirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 
 // NodeRestriction limits what a node identity may write to what concerns
-// itself (SPEC AUTH-7..AUTH-10): its own Node (no taint changes, no labels
-// outside the node label policy of package nodelabels), its own mirror
+// itself (SPEC AUTH-7..AUTH-10): its own Node (no taint changes, no owner
+// references, no labels outside the node label policy of package
+// nodelabels), its own mirror
 // pods, the status of pods bound to it, evictions of those pods, its own
 // Lease in kube-node-lease and the status of claims. The authorizer has
 // already decided the verb is allowed at all; this plugin looks at the
@@ -268,6 +269,11 @@ func volumeReferences(r *references, v corev1.VolumeSource) {
 // admitNode: a node writes only its own Node; it may not change its taints
 // after creation, nor add, change or remove labels the node label policy
 // reserves (SPEC AUTH-8, AUTH-10). On create it may register with taints.
+//
+// Owner references are the node's to neither set nor change: an owner
+// that does not exist (or is later deleted) makes the garbage collector
+// delete the Node and, through its own owner reference, the node's Lease,
+// which is a delete the node is not allowed to make directly.
 func admitNode(node string, a Attributes) error {
 	if name := objectName(a); name != node {
 		return forbidden(a, "node %q is not allowed to modify node %q", node, name)
@@ -280,6 +286,9 @@ func admitNode(node string, a Attributes) error {
 		}
 		if n.Spec.ConfigSource != nil {
 			return forbidden(a, "node %q is not allowed to set spec.configSource", node)
+		}
+		if len(n.OwnerReferences) > 0 {
+			return forbidden(a, "node %q is not allowed to set ownerReferences", node)
 		}
 		keys := make([]string, 0, len(n.Labels))
 		for k := range n.Labels {
@@ -299,6 +308,9 @@ func admitNode(node string, a Attributes) error {
 		}
 		if !equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) {
 			return forbidden(a, "node %q is not allowed to modify taints", node)
+		}
+		if !equality.Semantic.DeepEqual(old.OwnerReferences, n.OwnerReferences) {
+			return forbidden(a, "node %q is not allowed to modify ownerReferences", node)
 		}
 		if bad := nodelabels.Forbidden(modifiedLabels(old.Labels, n.Labels)); len(bad) > 0 {
 			return forbidden(a, "node %q is not allowed to modify labels: %s", node, strings.Join(bad, ", "))
