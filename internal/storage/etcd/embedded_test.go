@@ -47,7 +47,9 @@ func TestStartEmbeddedRejectsInvalidConfig(t *testing.T) {
 
 func TestEmbeddedMemberKeepsItsDataAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
-	first := startMember(t, EmbeddedConfig{Dir: dir})
+	// The first start has a peer listener, as members of older versions
+	// did; the restart has none, and a single member does not mind.
+	first := startMember(t, EmbeddedConfig{Dir: dir, PeerURL: "http://127.0.0.1:0"})
 	s := newTestStore(t, first)
 	rev, err := s.Create(t.Context(), "/restart/k", []byte("kept"))
 	if err != nil {
@@ -55,7 +57,6 @@ func TestEmbeddedMemberKeepsItsDataAcrossRestarts(t *testing.T) {
 	}
 	first.Close()
 
-	// The restart picks a new peer port; a single member does not mind.
 	second := startMember(t, EmbeddedConfig{Dir: dir})
 	got, err := newTestStore(t, second).Get(t.Context(), "/restart/k")
 	if err != nil || string(got.Value) != "kept" || got.ModRevision != rev {
