@@ -177,37 +177,43 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); a.recorder.Run(ctx) }()
 
-	regCfg := register.Config{Client: a.cfg.API, Clock: a.cfg.Clock, Logger: log}
-	var node *corev1.Node
-	if a.cfg.Settings.RegisterNode {
-		var created bool
-		node, created, err = register.Ensure(ctx, regCfg, a.initialNode)
-		if created {
-			// The first status went out with the Node: announce its conditions.
-			for _, e := range nodestatus.InitialEvents(node) {
-				nodeRecorder{a}.NodeEvent(e.Type, e.Reason, e.Message)
-			}
-		}
-	} else {
-		node, err = register.Wait(ctx, regCfg, a.cfg.NodeName)
-	}
+	node, err := a.register(ctx)
 	if err != nil {
 		return fmt.Errorf("register node %q: %w", a.cfg.NodeName, err)
 	}
 	a.node.Store(node)
 	a.updater.Remember(node)
 
-	wg.Add(4)
+	presence := newPresence(presenceConfig{
+		NodeName: a.cfg.NodeName,
+		Register: a.register,
+		Heartbeats: func(ctx context.Context) {
+			var hb sync.WaitGroup
+			hb.Add(2)
+			go func() { defer hb.Done(); a.renewer.Run(ctx) }()
+			go func() { defer hb.Done(); a.updater.Run(ctx) }()
+			hb.Wait()
+		},
+		Registered: func(n *corev1.Node) {
+			a.node.Store(n)
+			a.updater.Remember(n)
+			a.renewer.Forget()
+		},
+		Logger: log,
+	}, node)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		ReflectNode(ctx, a.cfg.API.Core, a.cfg.NodeName, Handlers[*corev1.Node]{
-			Upsert:  func(n *corev1.Node) { a.node.Store(n) },
-			Delete:  func(*corev1.Node) {},
-			Replace: func(ns []*corev1.Node) { a.replaceNode(ns) },
+			Upsert: func(n *corev1.Node) { a.node.Store(n) },
+			Delete: presence.Deleted,
+			Replace: func(ns []*corev1.Node) {
+				a.replaceNode(ns)
+				presence.Listed(ns)
+			},
 		})
 	}()
-	go func() { defer wg.Done(); a.renewer.Run(ctx) }()
-	go func() { defer wg.Done(); a.updater.Run(ctx) }()
+	go func() { defer wg.Done(); presence.Run(ctx) }()
 	go func() {
 		defer wg.Done()
 		ReflectPods(ctx, a.cfg.API.Core, a.cfg.NodeName, Handlers[*corev1.Pod]{
@@ -217,6 +223,23 @@ func (a *Agent) Run(ctx context.Context) error {
 	log.Info("agent running", "logPort", logs.Port())
 	a.manager.Run(ctx)
 	return nil
+}
+
+// register creates the Node (registerNode=true) or waits for an admin to
+// create it, retrying until it succeeds or ctx ends.
+func (a *Agent) register(ctx context.Context) (*corev1.Node, error) {
+	regCfg := register.Config{Client: a.cfg.API, Clock: a.cfg.Clock, Logger: a.cfg.Logger}
+	if !a.cfg.Settings.RegisterNode {
+		return register.Wait(ctx, regCfg, a.cfg.NodeName)
+	}
+	node, created, err := register.Ensure(ctx, regCfg, a.initialNode)
+	if created {
+		// The first status went out with the Node: announce its conditions.
+		for _, e := range nodestatus.InitialEvents(node) {
+			nodeRecorder{a}.NodeEvent(e.Type, e.Reason, e.Message)
+		}
+	}
+	return node, err
 }
 
 // Renewer exposes the lease renewer (for tests and diagnostics).

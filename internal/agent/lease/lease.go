@@ -65,9 +65,10 @@ type Config struct {
 	// RenewFraction of it, plus up to MaxJitter of it.
 	Duration time.Duration
 	Client   Client
-	// NodeUID returns the Node's UID for the owner reference (SPEC KUB-15).
-	// An error means the Node is not known yet: the lease is then not
-	// created this round, but an existing one is still renewed.
+	// NodeUID returns the Node's UID for the owner reference (SPEC KUB-15);
+	// it is called on every renewal, so it should answer from a cache. An
+	// error means the Node is not known yet: the lease is then not created
+	// this round, but an existing one is still renewed.
 	NodeUID func(ctx context.Context) (types.UID, error)
 	Clock   clock.Clock
 	// Rand jitters the interval (seed it for reproducible runs; nil: a
@@ -190,6 +191,13 @@ func (r *Renewer) Stats() Stats {
 	return s
 }
 
+// Forget drops the cached lease, so that the next renewal reads the lease
+// afresh (or creates it). The agent calls it after registering its Node
+// again. It must not be called concurrently with Renew.
+func (r *Renewer) Forget() {
+	r.remember(nil)
+}
+
 func (r *Renewer) cached() *coordinationv1.Lease {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -249,7 +257,9 @@ func (r *Renewer) renew(ctx context.Context) error {
 
 // renewed returns a copy of base with this renewal's spec: holder, duration
 // (rewritten each time so config changes propagate), renewTime = now, and
-// the owner reference to the Node when it is missing and the Node is known.
+// the owner reference to the Node when the Node is known and the reference
+// is missing or names another Node object (one deleted and registered
+// again: a lease left pointing at it would be garbage collected).
 func (r *Renewer) renewed(ctx context.Context, base *coordinationv1.Lease) *coordinationv1.Lease {
 	l := base.DeepCopy()
 	holder := r.cfg.NodeName
@@ -258,15 +268,24 @@ func (r *Renewer) renewed(ctx context.Context, base *coordinationv1.Lease) *coor
 	l.Spec.HolderIdentity = &holder
 	l.Spec.LeaseDurationSeconds = &seconds
 	l.Spec.RenewTime = &now
-	if len(l.OwnerReferences) == 0 {
-		if uid, err := r.cfg.NodeUID(ctx); err == nil && uid != "" {
-			l.OwnerReferences = []metav1.OwnerReference{{
-				APIVersion: "v1",
-				Kind:       "Node",
-				Name:       r.cfg.NodeName,
-				UID:        uid,
-			}}
-		}
+	if uid, err := r.cfg.NodeUID(ctx); err == nil && uid != "" {
+		l.OwnerReferences = withNodeOwner(l.OwnerReferences, r.cfg.NodeName, uid)
 	}
 	return l
+}
+
+// withNodeOwner returns refs with exactly one Node owner reference: the Node
+// named node with the given uid. Other owners are kept.
+func withNodeOwner(refs []metav1.OwnerReference, node string, uid types.UID) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range refs {
+		if ref.APIVersion == "v1" && ref.Kind == "Node" {
+			if ref.Name == node && ref.UID == uid {
+				return refs
+			}
+			continue
+		}
+		out = append(out, ref)
+	}
+	return append(out, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node, UID: uid})
 }

@@ -246,3 +246,29 @@ func TestNoLeaseIsCreatedForAnUnknownNodeButAnExistingOneIsRenewed(t *testing.T)
 		t.Errorf("owner reference not added once the node is known: %+v", c.stored.OwnerReferences)
 	}
 }
+
+func TestALeaseOwnedByADeletedNodeIsHandedToTheNewOne(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	c := &fakeLeases{}
+	uid := types.UID("old-uid")
+	r := newRenewer(t, c, clk, "")
+	r.cfg.NodeUID = func(context.Context) (types.UID, error) { return uid, nil }
+	r.Renew(ctx)
+	if got := c.stored.OwnerReferences; len(got) != 1 || got[0].UID != "old-uid" {
+		t.Fatalf("owner references = %+v, want the old node", got)
+	}
+
+	// The Node is deleted and registered again before the garbage
+	// collector removes the lease.
+	uid = "new-uid"
+	r.Forget()
+	gets := c.gets
+	r.Renew(ctx)
+	if c.gets != gets+1 {
+		t.Errorf("renewal after Forget did %d reads, want 1", c.gets-gets)
+	}
+	if got := c.stored.OwnerReferences; len(got) != 1 || got[0].UID != "new-uid" || got[0].Kind != "Node" || got[0].Name != "n1" {
+		t.Errorf("owner references = %+v, want only the new node", got)
+	}
+}

@@ -7,6 +7,12 @@
 // runs from an earlier agent process are adopted, not started again; ones
 // the API no longer has are stopped and forgotten.
 //
+// Mirror pods (annotation kubernetes.io/config.mirror) are never run: they
+// describe static pods, and nodeplane runs none, so every mirror pod bound
+// to this node is an orphan. The manager deletes it from the API (as the
+// kubelet deletes a mirror pod whose static pod is gone) without starting
+// it or writing its status.
+//
 // The Manager is fed by the caller (a reflector over pods with
 // spec.nodeName=<node>) through Replace/Upsert/Delete; it never lists or
 // watches by itself and never touches the Node.
@@ -262,6 +268,9 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		m.forget(uid)
 		return m.cfg.Runtime.RemovePod(uid)
 	}
+	if IsMirror(pod) {
+		return m.removeMirror(ctx, pod, inRuntime)
+	}
 	if pod.DeletionTimestamp != nil {
 		return m.terminate(ctx, pod, rs, inRuntime)
 	}
@@ -356,6 +365,33 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, rs runtime.Pod
 		if err := m.cfg.Runtime.RemovePod(pod.UID); err != nil {
 			return fmt.Errorf("remove pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
+	}
+	return nil
+}
+
+// IsMirror reports whether pod is a mirror pod: the API's copy of a static
+// pod, which an agent never runs from the API.
+func IsMirror(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+// removeMirror deletes an orphaned mirror pod from the API without running
+// it. A copy the runtime still runs (started by an agent from before this
+// rule) is stopped at once.
+func (m *Manager) removeMirror(ctx context.Context, pod *corev1.Pod, inRuntime bool) error {
+	name := pod.Namespace + "/" + pod.Name
+	if inRuntime {
+		if err := m.cfg.Runtime.KillPod(ctx, pod.UID, 0); err != nil {
+			return fmt.Errorf("stop mirror pod %s: %w", name, err)
+		}
+		if err := m.cfg.Runtime.RemovePod(pod.UID); err != nil {
+			return fmt.Errorf("remove mirror pod %s: %w", name, err)
+		}
+	}
+	m.cfg.Logger.Warn("deleting mirror pod: this node runs no static pods, so it is never run", "pod", name)
+	if err := m.cfg.Client.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete mirror pod %s: %w", name, err)
 	}
 	return nil
 }

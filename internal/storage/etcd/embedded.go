@@ -28,8 +28,10 @@ import (
 // DefaultEmbeddedConfig).
 type EmbeddedConfig struct {
 	// Dir holds the member's WAL, snapshots and database. Required; created
-	// (mode 0700) if missing. A member restarted on the same Dir keeps its
-	// data and cluster membership, and ignores InitialCluster.
+	// with mode 0700 if missing, and tightened to 0700 (with a warning) if
+	// it exists with a looser mode: the database holds every Secret. A
+	// member restarted on the same Dir keeps its data and cluster
+	// membership, and ignores InitialCluster.
 	Dir string
 	// Name of the member in the cluster. Default "nodeplane".
 	Name string
@@ -41,9 +43,12 @@ type EmbeddedConfig struct {
 	LogLevel slog.Leveler
 
 	// PeerURL is where the member serves raft traffic to other members, e.g.
-	// "http://10.0.0.1:2380"; plain http only (no peer TLS yet). Port 0
-	// picks a free port. Default "http://127.0.0.1:0", enough for a
-	// single-member cluster.
+	// "http://10.0.0.1:2380"; plain http only (no peer TLS yet), so it
+	// belongs on a private network. Port 0 picks a free port. Empty, the
+	// default, means no peer listener at all: a single-member cluster has
+	// no peer to talk to, and a listener would only let any local user read
+	// the member list and speak raft to it. A member of a multi-member
+	// cluster (InitialCluster set) needs one.
 	PeerURL string
 	// ClientURL, when set, also serves the etcd gRPC API on this URL (for
 	// etcdctl or other processes); port 0 picks a free port. Empty means no
@@ -110,7 +115,6 @@ func DefaultEmbeddedConfig() EmbeddedConfig {
 	return EmbeddedConfig{
 		Name:                        "nodeplane",
 		LogLevel:                    slog.LevelWarn,
-		PeerURL:                     "http://127.0.0.1:0",
 		ClusterToken:                "nodeplane",
 		HeartbeatInterval:           100 * time.Millisecond,
 		ElectionTimeout:             time.Second,
@@ -126,7 +130,6 @@ func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 	d := DefaultEmbeddedConfig()
 	setDefault(&c.Name, d.Name)
 	setDefault(&c.LogLevel, d.LogLevel)
-	setDefault(&c.PeerURL, d.PeerURL)
 	setDefault(&c.ClusterToken, d.ClusterToken)
 	setDefault(&c.HeartbeatInterval, d.HeartbeatInterval)
 	setDefault(&c.ElectionTimeout, d.ElectionTimeout)
@@ -165,7 +168,11 @@ func (c EmbeddedConfig) validate() error {
 	if c.QuotaBackendBytes < 0 {
 		errs = append(errs, fmt.Errorf("negative backend quota %d", c.QuotaBackendBytes))
 	}
-	if u, err := parseListenURL(c.PeerURL); err != nil {
+	if c.PeerURL == "" {
+		if c.InitialCluster != "" {
+			errs = append(errs, errors.New("a member of a multi-member cluster needs a peer URL with the fixed port named in the initial cluster"))
+		}
+	} else if u, err := parseListenURL(c.PeerURL); err != nil {
 		errs = append(errs, fmt.Errorf("peer URL: %w", err))
 	} else if u.Scheme != "http" {
 		errs = append(errs, fmt.Errorf("peer URL %s: only http is supported", c.PeerURL))
@@ -228,7 +235,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("embedded etcd config: %w", err)
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	if err := privateDir(cfg.Dir, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("embedded etcd data dir: %w", err)
 	}
 
@@ -293,12 +300,23 @@ func (c EmbeddedConfig) etcdConfig(logger *zap.Logger) (ecfg *embed.Config, peer
 	// the client listener, if any, authenticates by certificate.
 	ecfg.AuthToken = ""
 
-	peer, pickedPeer, err := resolvePort(c.PeerURL)
-	if err != nil {
-		return nil, "", "", false, fmt.Errorf("peer URL: %w", err)
+	var pickedPeer bool
+	if c.PeerURL == "" {
+		// No peer listener. etcd still needs a peer URL to name the member
+		// in its cluster; port 0 can never be dialled, and no other member
+		// exists to try.
+		ecfg.ListenPeerUrls = nil
+		ecfg.AdvertisePeerUrls = []url.URL{{Scheme: "http", Host: unreachablePeerHost}}
+	} else {
+		var peer *url.URL
+		peer, pickedPeer, err = resolvePort(c.PeerURL)
+		if err != nil {
+			return nil, "", "", false, fmt.Errorf("peer URL: %w", err)
+		}
+		ecfg.ListenPeerUrls = []url.URL{*peer}
+		ecfg.AdvertisePeerUrls = []url.URL{*peer}
+		peerURL = peer.String()
 	}
-	ecfg.ListenPeerUrls = []url.URL{*peer}
-	ecfg.AdvertisePeerUrls = []url.URL{*peer}
 	ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = nil, nil
 	var pickedClient bool
 	if c.ClientURL != "" {
@@ -320,7 +338,7 @@ func (c EmbeddedConfig) etcdConfig(logger *zap.Logger) (ecfg *embed.Config, peer
 
 	ecfg.InitialCluster = c.InitialCluster
 	if ecfg.InitialCluster == "" {
-		ecfg.InitialCluster = c.Name + "=" + peer.String()
+		ecfg.InitialCluster = c.Name + "=" + ecfg.AdvertisePeerUrls[0].String()
 	}
 	ecfg.InitialClusterToken = c.ClusterToken
 	ecfg.ClusterState = embed.ClusterStateFlagNew
@@ -333,7 +351,33 @@ func (c EmbeddedConfig) etcdConfig(logger *zap.Logger) (ecfg *embed.Config, peer
 	ecfg.AutoCompactionRetention = c.AutoCompactionRetention
 	ecfg.WatchProgressNotifyInterval = c.WatchProgressNotifyInterval
 	ecfg.UnsafeNoFsync = c.UnsafeNoFsync
-	return ecfg, peer.String(), clientURL, pickedPeer || pickedClient, nil
+	return ecfg, peerURL, clientURL, pickedPeer || pickedClient, nil
+}
+
+// unreachablePeerHost is the peer address a member without a peer listener
+// advertises.
+const unreachablePeerHost = "127.0.0.1:0"
+
+// privateDir creates dir with mode 0700, or tightens an existing dir to
+// 0700 and says so.
+func privateDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("tighten %s from %#o to 0700: %w", dir, perm, err)
+		}
+		log.Warn("tightened the etcd data dir to 0700", "dir", dir, "was", fmt.Sprintf("%#o", perm))
+	}
+	return nil
 }
 
 // resolvePort returns raw as a URL, with a free loopback port in place of
@@ -369,7 +413,8 @@ func (m *Embedded) Client() *clientv3.Client { return m.client }
 // client; add Metrics as needed.
 func (m *Embedded) StoreConfig() Config { return Config{Client: m.client, KV: m.kv} }
 
-// PeerURL is the URL the member serves raft traffic on.
+// PeerURL is the URL the member serves raft traffic on, or "" when it has
+// no peer listener.
 func (m *Embedded) PeerURL() string { return m.peerURL }
 
 // ClientURL is the URL of the client listener, or "" when there is none.

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +47,9 @@ func TestStartEmbeddedRejectsInvalidConfig(t *testing.T) {
 
 func TestEmbeddedMemberKeepsItsDataAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
-	first := startMember(t, EmbeddedConfig{Dir: dir})
+	// The first start has a peer listener, as members of older versions
+	// did; the restart has none, and a single member does not mind.
+	first := startMember(t, EmbeddedConfig{Dir: dir, PeerURL: "http://127.0.0.1:0"})
 	s := newTestStore(t, first)
 	rev, err := s.Create(t.Context(), "/restart/k", []byte("kept"))
 	if err != nil {
@@ -54,7 +57,6 @@ func TestEmbeddedMemberKeepsItsDataAcrossRestarts(t *testing.T) {
 	}
 	first.Close()
 
-	// The restart picks a new peer port; a single member does not mind.
 	second := startMember(t, EmbeddedConfig{Dir: dir})
 	got, err := newTestStore(t, second).Get(t.Context(), "/restart/k")
 	if err != nil || string(got.Value) != "kept" || got.ModRevision != rev {
@@ -104,14 +106,76 @@ func TestStartEmbeddedOnATakenPortFailsWithEADDRINUSE(t *testing.T) {
 	}
 }
 
-func TestEmbeddedMemberWithoutClientURLListensOnlyForPeers(t *testing.T) {
+func TestEmbeddedSingleMemberOpensNoTCPListener(t *testing.T) {
+	before := listeningTCPInodes(t)
 	m := startMember(t, EmbeddedConfig{})
-	if m.ClientURL() != "" || len(m.etcd.Clients) != 0 {
-		t.Errorf("ClientURL = %q with %d client listeners, want none", m.ClientURL(), len(m.etcd.Clients))
+	if m.ClientURL() != "" || m.PeerURL() != "" || len(m.etcd.Clients) != 0 || len(m.etcd.Peers) != 0 {
+		t.Errorf("ClientURL = %q, PeerURL = %q with %d client and %d peer listeners, want none",
+			m.ClientURL(), m.PeerURL(), len(m.etcd.Clients), len(m.etcd.Peers))
 	}
-	if u, err := url.Parse(m.PeerURL()); err != nil || strings.HasSuffix(u.Host, ":0") {
-		t.Errorf("PeerURL = %q, want a concrete loopback port", m.PeerURL())
+	for inode, addr := range listeningTCPInodes(t) {
+		if _, ok := before[inode]; !ok {
+			t.Errorf("the member opened a TCP listener on %s", addr)
+		}
 	}
+	// The in-process client still works.
+	if _, err := m.Client().Put(t.Context(), "/no-listener", "v"); err != nil {
+		t.Errorf("Put through the in-process client = %v", err)
+	}
+}
+
+func TestStartEmbeddedTightensALooseDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	startMember(t, EmbeddedConfig{Dir: dir, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o700 {
+		t.Errorf("data dir mode = %#o, want 0700", perm)
+	}
+	if !strings.Contains(buf.String(), "tightened the etcd data dir to 0700") {
+		t.Errorf("log does not say the data dir was tightened:\n%s", buf.String())
+	}
+}
+
+// listeningTCPInodes returns the socket inodes of this process that listen
+// on TCP (v4 or v6), with their local addresses as /proc shows them.
+func listeningTCPInodes(t *testing.T) map[string]string {
+	t.Helper()
+	owned := map[string]bool{}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, "socket:[") {
+			owned[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] = true
+		}
+	}
+	out := map[string]string{}
+	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st ... inode is field 9; st 0A is LISTEN.
+			if len(f) > 9 && f[3] == "0A" && owned[f[9]] {
+				out[f[9]] = f[1]
+			}
+		}
+	}
+	return out
 }
 
 func TestEmbeddedMemberLogsThroughSlog(t *testing.T) {
