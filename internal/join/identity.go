@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -61,9 +62,15 @@ func Ensure(ctx context.Context, cfg ClientConfig) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	// reuse is the key of a valid certificate that is due for renewal:
+	// joining with it again keeps the node's identity.
+	var reuse crypto.Signer
 	if creds != nil {
 		var f fitness
 		f, reason = check(creds, c.NodeName, pinned, c.Clock.Now())
+		if f == expiring {
+			reuse, _ = creds.cert.PrivateKey.(crypto.Signer)
+		}
 		switch {
 		case f == fit:
 			c.Logger.Debug("using stored node identity", "node", c.NodeName, "expires", creds.cert.Leaf.NotAfter)
@@ -79,7 +86,7 @@ func Ensure(ctx context.Context, cfg ClientConfig) (*Identity, error) {
 	c.Logger.Info("joining cluster", "server", c.Server, "node", c.NodeName, "reason", reason)
 	err = c.retry(ctx, "join", func() error {
 		var err error
-		creds, err = c.join(ctx)
+		creds, err = c.join(ctx, reuse)
 		return err
 	})
 	if err != nil {
