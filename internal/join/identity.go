@@ -24,7 +24,9 @@ import (
 //     to cfg.CAPEM when given) and with more than a fifth of its lifetime
 //     left, is used as is; the server is not contacted.
 //   - Otherwise, with a join token, the agent joins: it makes a P-256 key
-//     (which never leaves it), verifies the cluster CA (see the package
+//     (which never leaves it; a valid certificate that is due for renewal
+//     is re-joined with its own key, which the server's takeover check
+//     admits while the node is live), verifies the cluster CA (see the package
 //     documentation), sends a CSR and stores ca.crt, node.crt and node.key
 //     (mode 0600, directory 0700, each written atomically). A certificate
 //     for another node name, another cluster, or an expired one, is
