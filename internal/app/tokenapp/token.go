@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -165,6 +166,12 @@ func deleteCommand(stdout io.Writer, client func() (rest.Interface, error)) *cob
 func do(ctx context.Context, req *rest.Request, out any) error {
 	body, err := req.DoRaw(ctx)
 	if err != nil {
+		// The server's Status says what went wrong better than client-go's
+		// generic wording of the code.
+		var st metav1.Status
+		if jerr := json.Unmarshal(body, &st); jerr == nil && st.Kind == "Status" && st.Message != "" {
+			return errors.New(st.Message)
+		}
 		var se *apierrors.StatusError
 		if errors.As(err, &se) {
 			return errors.New(se.ErrStatus.Message)
