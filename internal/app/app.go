@@ -16,6 +16,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/app/loadapp"
 	"github.com/nodeplane/nodeplane/internal/app/serverapp"
 	"github.com/nodeplane/nodeplane/internal/app/simapp"
+	"github.com/nodeplane/nodeplane/internal/app/tokenapp"
 	"github.com/nodeplane/nodeplane/internal/app/upapp"
 	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/version"
@@ -37,7 +38,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), agentapp.Command(stderr),
-		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), zonesapp.Command(stdout), loadapp.Command(stdout, stderr))
+		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), zonesapp.Command(stdout), loadapp.Command(stdout, stderr),
+		tokenapp.Command(stdout))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "nodeplane: %v\n", err)

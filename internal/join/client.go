@@ -171,8 +171,11 @@ func (c *client) fetchClusterInfo(ctx context.Context) ([]byte, error) {
 	t.DisableKeepAlives = true
 	defer t.CloseIdleConnections()
 	var info clusterInfo
-	u := c.Server + clusterInfoPath + "?" + url.Values{"nodeName": {c.NodeName}}.Encode()
+	u := c.Server + clusterInfoPath + "?" + clusterInfoQuery(c.NodeName, c.Token).Encode()
 	if err := c.do(ctx, c.httpClient(t), http.MethodGet, u, nil, &info); err != nil {
+		if se := (*apierrors.StatusError)(nil); errors.As(err, &se) && se.ErrStatus.Code == http.StatusUnauthorized {
+			return nil, c.refusal(err)
+		}
 		return nil, fmt.Errorf("join %s: get cluster info: %w", c.Server, err)
 	}
 	if !hmac.Equal(info.CAMAC, clusterInfoMAC(c.Token, []byte(info.CA))) {
@@ -232,19 +235,30 @@ func (c *client) refusal(err error) error {
 		return fmt.Errorf("join %s: %w", c.Server, err)
 	}
 	if se.ErrStatus.Code == http.StatusUnauthorized {
+		if isTokenExpiredStatus(se.ErrStatus) {
+			return fmt.Errorf("join refused by %s: %w (%w)", c.Server, ErrTokenExpired, ErrTokenRejected)
+		}
+		if se.ErrStatus.Message != msgTokenRejected {
+			return fmt.Errorf("join refused by %s: %w: %s", c.Server, ErrTokenRejected, se.ErrStatus.Message)
+		}
 		return fmt.Errorf("join refused by %s: %w", c.Server, ErrTokenRejected)
 	}
 	return fmt.Errorf("join refused by %s: %w", c.Server, err)
 }
 
-// join gets a new identity with the join secret.
-func (c *client) join(ctx context.Context) (*credentials, error) {
+// join gets a new identity with the join secret, for key when given (the
+// key of the node's current certificate: the server's takeover check lets
+// a node re-join with its own key while it is live), else for a new key.
+func (c *client) join(ctx context.Context, key crypto.Signer) (*credentials, error) {
 	if c.Token == "" {
 		return nil, errors.New("join: no join token")
 	}
 	caPEM, pool, err := c.verifiedCA(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if key != nil {
+		return c.joinWithKey(ctx, caPEM, pool, key)
 	}
 	return c.joinWithCA(ctx, caPEM, pool)
 }
@@ -255,6 +269,11 @@ func (c *client) joinWithCA(ctx context.Context, caPEM []byte, pool *x509.CertPo
 	if err != nil {
 		return nil, err
 	}
+	return c.joinWithKey(ctx, caPEM, pool, key)
+}
+
+// joinWithKey is joinWithCA for a given key.
+func (c *client) joinWithKey(ctx context.Context, caPEM []byte, pool *x509.CertPool, key crypto.Signer) (*credentials, error) {
 	certPEM, err := c.requestCertificate(ctx, caPEM, pool, key)
 	if err != nil {
 		return nil, err

@@ -4,10 +4,34 @@
 // It owns both ends of the exchange: the server's handlers under PathPrefix
 // (mounted outside authentication, because a joining agent has no
 // credentials yet), the agent's client (Ensure, RequestToken, Identity and
-// its renewal), and NodeTokens, the authenticator for the node bearer
-// tokens the server hands out for simulated nodes. It does not register
-// nodes, authorise requests, or touch the API or storage; certificates are
-// signed by package pki.
+// its renewal), NodeTokens, the authenticator for the node bearer tokens
+// the server hands out for simulated nodes, the join token format and the
+// takeover check. It does not register nodes, authorise requests, or touch
+// the API or storage itself: certificates are signed by package pki, and
+// the tokens, the issued identities and the Nodes and Leases are reached
+// through small interfaces (TokenStore, IdentityStore, NodeReader) that
+// package joinstate implements over etcd and client-go.
+//
+// # Join tokens
+//
+// A join token is the server's node-token file (never expires; rotated by
+// replacing the file) or a token of the form <id>.<secret>, 6 and 16
+// characters of [a-z0-9], made by `nodeplane token create` with an expiry.
+// The server stores only a hash of the secret part, and the cluster-info
+// MAC computed with the whole token when it was made. The id is public:
+// the agent sends it with its cluster-info request (tokenID) so that the
+// server answers with that token's MAC. An expired token is refused with
+// "join token expired" (ErrTokenExpired, which also matches
+// ErrTokenRejected); a deleted or unknown one like a wrong one.
+//
+// # Takeover
+//
+// A join for a node that has a live identity (its Node exists, its Lease
+// was renewed within its duration and the certificate last issued to it is
+// valid) is refused with 409 unless the joining key is that certificate's
+// key: a leaked join secret cannot take over a running node. The
+// administrator deletes the Node to hand its name to a new machine. The
+// server records the key of each certificate it issues or renews.
 //
 // # Protocol
 //
@@ -16,7 +40,7 @@
 // at first. The exchange is built so that the secret never crosses a
 // connection the agent has not verified:
 //
-//  1. GET  /nodeplane/join/v1/cluster-info?nodeName=<n>, over TLS WITHOUT
+//  1. GET  /nodeplane/join/v1/cluster-info?nodeName=<n>[&tokenID=<id>], over TLS WITHOUT
 //     verifying the server, sending no secret. The answer is the CA
 //     certificate (PEM) and caMAC = HMAC-SHA256(key = secret,
 //     "nodeplane-cluster-info-v1\n" || CA PEM). The agent recomputes the MAC

@@ -47,6 +47,11 @@ type fixture struct {
 
 type fixtureOptions struct {
 	certTTL time.Duration
+	// tokens, identities and nodes are the join server's state (see
+	// fakes_test.go); nil leaves them out.
+	tokens     join.TokenStore
+	identities join.IdentityStore
+	nodes      join.NodeReader
 }
 
 func newFixture(t *testing.T, opts fixtureOptions) *fixture {
@@ -62,7 +67,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		Token:   secret,
 		CertTTL: opts.certTTL,
 		Clock:   f.clock,
-		Logger:  slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+
+		Tokens:     opts.tokens,
+		Identities: opts.identities,
+		Nodes:      opts.nodes,
+		Logger:     slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)

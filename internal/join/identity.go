@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -23,7 +24,9 @@ import (
 //     to cfg.CAPEM when given) and with more than a fifth of its lifetime
 //     left, is used as is; the server is not contacted.
 //   - Otherwise, with a join token, the agent joins: it makes a P-256 key
-//     (which never leaves it), verifies the cluster CA (see the package
+//     (which never leaves it; a valid certificate that is due for renewal
+//     is re-joined with its own key, which the server's takeover check
+//     admits while the node is live), verifies the cluster CA (see the package
 //     documentation), sends a CSR and stores ca.crt, node.crt and node.key
 //     (mode 0600, directory 0700, each written atomically). A certificate
 //     for another node name, another cluster, or an expired one, is
@@ -61,9 +64,15 @@ func Ensure(ctx context.Context, cfg ClientConfig) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	// reuse is the key of a valid certificate that is due for renewal:
+	// joining with it again keeps the node's identity.
+	var reuse crypto.Signer
 	if creds != nil {
 		var f fitness
 		f, reason = check(creds, c.NodeName, pinned, c.Clock.Now())
+		if f == expiring {
+			reuse, _ = creds.cert.PrivateKey.(crypto.Signer)
+		}
 		switch {
 		case f == fit:
 			c.Logger.Debug("using stored node identity", "node", c.NodeName, "expires", creds.cert.Leaf.NotAfter)
@@ -79,7 +88,7 @@ func Ensure(ctx context.Context, cfg ClientConfig) (*Identity, error) {
 	c.Logger.Info("joining cluster", "server", c.Server, "node", c.NodeName, "reason", reason)
 	err = c.retry(ctx, "join", func() error {
 		var err error
-		creds, err = c.join(ctx)
+		creds, err = c.join(ctx, reuse)
 		return err
 	})
 	if err != nil {

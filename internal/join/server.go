@@ -2,7 +2,6 @@ package join
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -41,7 +40,17 @@ type ServerConfig struct {
 	// key. Required.
 	Cluster *pki.Cluster
 	// Token is the join secret (the server's node-token file). Required.
+	// It never expires.
 	Token string
+	// Tokens, when set, holds the other join tokens (<id>.<secret>, see
+	// TokenStore): they are accepted until they expire or are deleted.
+	Tokens TokenStore
+	// Identities and Nodes, when both set, turn on the takeover check: a
+	// join for a node that has a live identity with another key is refused
+	// (see decideTakeover). Identities records each issued certificate;
+	// Nodes reads Nodes and Leases through the API.
+	Identities IdentityStore
+	Nodes      NodeReader
 	// CertTTL is the lifetime of an issued node certificate (capped at the
 	// CA's expiry). Zero means DefaultCertTTL.
 	CertTTL time.Duration
@@ -69,6 +78,10 @@ type Server struct {
 	log       *slog.Logger
 	tokens    *NodeTokens
 	mux       *http.ServeMux
+
+	tokenStore TokenStore
+	identities IdentityStore
+	nodes      NodeReader
 }
 
 // NewServer validates cfg and returns the handler. It creates the node token
@@ -79,6 +92,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Token == "" {
 		return nil, errors.New("join server: Token (the join secret) is required")
+	}
+	if (cfg.Identities == nil) != (cfg.Nodes == nil) {
+		return nil, errors.New("join server: Identities and Nodes go together")
 	}
 	if cfg.CertTTL < 0 || cfg.NodeTokenTTL < 0 {
 		return nil, fmt.Errorf("join server: negative lifetime (CertTTL %s, NodeTokenTTL %s)", cfg.CertTTL, cfg.NodeTokenTTL)
@@ -114,6 +130,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		log:       cfg.Logger,
 		tokens:    tokens,
 		mux:       http.NewServeMux(),
+
+		tokenStore: cfg.Tokens,
+		identities: cfg.Identities,
+		nodes:      cfg.Nodes,
 	}
 	s.mux.HandleFunc(clusterInfoPath, s.method(http.MethodGet, s.clusterInfo))
 	s.mux.HandleFunc(certificatePath, s.method(http.MethodPost, s.certificate))
@@ -148,12 +168,20 @@ func (s *Server) method(method string, h http.HandlerFunc) http.HandlerFunc {
 // joinResource names what a method-not-allowed Status is about.
 var joinResource = schema.GroupResource{Group: "nodeplane.io", Resource: "join"}
 
-// clusterInfo serves the CA with its MAC. Anyone may ask: the CA is
-// public, and the MAC reveals nothing usable about a random secret.
+// clusterInfo serves the CA with its MAC for the token named by the
+// tokenID parameter (the node-token when there is none). Anyone may ask:
+// the CA is public, and the MAC reveals nothing usable about a random
+// secret.
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) {
 	caPEM := s.cluster.CAPEM()
-	s.log.Debug("cluster info requested", "node", r.URL.Query().Get("nodeName"), "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, clusterInfo{CA: string(caPEM), CAMAC: clusterInfoMAC(s.secret, caPEM)})
+	q := r.URL.Query()
+	s.log.Debug("cluster info requested", "node", q.Get("nodeName"), "tokenID", q.Get("tokenID"), "remote", r.RemoteAddr)
+	mac, st := s.clusterInfoMACFor(r.Context(), q.Get("tokenID"), caPEM)
+	if st != nil {
+		writeStatus(w, st)
+		return
+	}
+	writeJSON(w, http.StatusOK, clusterInfo{CA: string(caPEM), CAMAC: mac})
 }
 
 // certificate exchanges the join secret and a CSR for a node certificate.
@@ -172,8 +200,18 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, badField("csr", err))
 		return
 	}
+	version, st := s.admitCertificate(r.Context(), req.NodeName, csr.PublicKey)
+	if st != nil {
+		s.log.Info("join refused", "node", req.NodeName, "remote", r.RemoteAddr, "reason", st.Message)
+		writeStatus(w, st)
+		return
+	}
 	resp, notAfter, st := s.sign(req.NodeName, csr)
 	if st != nil {
+		writeStatus(w, st)
+		return
+	}
+	if st := s.recordIdentity(r.Context(), req.NodeName, csr.PublicKey, notAfter, version); st != nil {
 		writeStatus(w, st)
 		return
 	}
@@ -200,8 +238,17 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, badField("csr", err))
 		return
 	}
+	version, st := s.renewVersion(r.Context(), nodeName)
+	if st != nil {
+		writeStatus(w, st)
+		return
+	}
 	resp, notAfter, st := s.sign(nodeName, csr)
 	if st != nil {
+		writeStatus(w, st)
+		return
+	}
+	if st := s.recordIdentity(r.Context(), nodeName, csr.PublicKey, notAfter, version); st != nil {
 		writeStatus(w, st)
 		return
 	}
@@ -220,6 +267,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, st)
 		return
 	}
+	if st := s.admitNodeToken(r.Context(), req.NodeName); st != nil {
+		s.log.Info("node token refused", "node", req.NodeName, "remote", r.RemoteAddr, "reason", st.Message)
+		writeStatus(w, st)
+		return
+	}
 	expires := s.clock.Now().Add(s.nodeTTL)
 	token, err := s.tokens.issue(req.NodeName, expires)
 	if err != nil {
@@ -231,13 +283,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tokenResponse{Token: token, CA: string(s.cluster.CAPEM())})
 }
 
-// checkJoin checks the join secret, then the node name.
+// checkJoin checks the join token (see checkSecret), then the node name.
 func (s *Server) checkJoin(r *http.Request, secret, nodeName string) *metav1.Status {
-	// Hashing first makes the comparison constant-time in the length too.
-	got := sha256.Sum256([]byte(secret))
-	if secret == "" || subtle.ConstantTimeCompare(got[:], s.secretSum[:]) != 1 {
-		s.log.Info("join refused", "node", nodeName, "remote", r.RemoteAddr, "reason", "wrong or missing join token")
-		return tokenRejected()
+	if st, reason := s.checkSecret(r.Context(), secret); st != nil {
+		s.log.Info("join refused", "node", nodeName, "remote", r.RemoteAddr, "reason", reason)
+		return st
 	}
 	if msgs := validation.IsDNS1123Subdomain(nodeName); len(msgs) > 0 {
 		s.log.Info("join refused", "node", nodeName, "remote", r.RemoteAddr, "reason", "invalid node name")

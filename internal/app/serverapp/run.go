@@ -29,6 +29,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
+	"github.com/nodeplane/nodeplane/internal/join/joinstate"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
@@ -81,10 +82,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("node token: %w", err)
 	}
-	joinServer, err := join.NewServer(join.ServerConfig{Cluster: cluster, Token: joinSecret, Clock: cfg.Clock, Logger: log})
-	if err != nil {
-		return fmt.Errorf("join: %w", err)
-	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -118,6 +115,25 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 		overrides[gr] = st
 		compacted = append(compacted, st)
+	}
+	// Join tokens and issued node identities live in etcd, shared by every
+	// server of the cluster; the takeover check reads Nodes and Leases
+	// through the API once its client exists (joinNodes.SetClient below).
+	joinState, err := joinstate.New(joinstate.Config{Storage: store, CAPEM: cluster.CAPEM(), Clock: cfg.Clock})
+	if err != nil {
+		return err
+	}
+	joinNodes := new(joinstate.APINodes)
+	joinServer, err := join.NewServer(join.ServerConfig{
+		Cluster: cluster, Token: joinSecret, Tokens: joinState, Identities: joinState, Nodes: joinNodes,
+		Clock: cfg.Clock, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	joinTokens, err := joinstate.NewHandler(joinstate.HandlerConfig{Store: joinState, Clock: cfg.Clock, Logger: log})
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
 	}
 	if o.CompactionInterval > 0 {
 		for _, st := range compacted {
@@ -222,6 +238,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	protected := http.NewServeMux()
 	var nlc atomic.Pointer[nodelifecycle.Controller] // set once the listener's port is known
 	protected.Handle(zonesapp.Path, zonesHandler(&nlc))
+	protected.Handle(joinstate.Path, joinTokens)
+	protected.Handle(joinstate.Path+"/", joinTokens)
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	protected.Handle("/openapi/", docs.Handler())
 	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
@@ -244,6 +262,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	nlc.Store(lifecycle)
+	joinNodes.SetClient(ctrlClient)
 	certPEM, keyPEM := cluster.AdminCredentials()
 	kubeconfig := filepath.Join(o.DataDir, AdminKubeconfigFile)
 	if err := pki.WriteKubeconfig(kubeconfig, url, cluster.CAPEM(), certPEM, keyPEM, pki.DefaultContextName); err != nil {
