@@ -96,12 +96,17 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lv := flowcontrol.Classify(req)
 	seat, reason := l.fc.Admit(lv, req.User)
 	if reason != flowcontrol.Admitted {
-		// The body is not read: over HTTP/1 the connection must close, or
-		// net/http would wait for the rest of it before answering.
-		if r.ContentLength != 0 && r.ProtoMajor == 1 {
+		// The body is not read. Over HTTP/1 net/http would wait for the
+		// rest of it, after answering, to reuse the connection: close the
+		// connection instead, and end the wait at once.
+		unread := r.ContentLength != 0 && r.ProtoMajor == 1
+		if unread {
 			w.Header().Set("Connection", "close")
 		}
 		writeStatus(w, r, statusOf(apierrors.NewTooManyRequests("too many requests in flight for this client or this kind of request, please try again later", 1)))
+		if unread {
+			_ = http.NewResponseController(w).SetReadDeadline(longAgo)
+		}
 		return
 	}
 	defer seat.Release()
@@ -142,6 +147,9 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	l.next.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// longAgo is a read deadline that has passed: reads fail at once.
+var longAgo = time.Unix(1, 0)
 
 // requestTimeout is the Status of a request that did not finish in time:
 // 504 with reason Timeout, as kube-apiserver's request timeout.
