@@ -1,91 +1,287 @@
 package apiserver
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/flowcontrol"
 )
 
-func TestLimitInFlight(t *testing.T) {
+const nodeLeasePath = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"
+
+func nodeUser(name string) *authn.User {
+	return &authn.User{Name: "system:node:" + name, Groups: []string{authn.GroupNodes, authn.GroupAuthenticated}}
+}
+
+var adminUser = &authn.User{Name: "admin", Groups: []string{authn.GroupMasters, authn.GroupAuthenticated}}
+
+func asUser(r *http.Request, u *authn.User) *http.Request {
+	return r.WithContext(authn.WithUser(r.Context(), u))
+}
+
+func mustLimit(t *testing.T, next http.Handler, cfg InFlightConfig) *inFlight {
+	t.Helper()
+	h, err := LimitInFlight(next, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.(*inFlight)
+}
+
+// With 20 seats: node heartbeats 4 (1 per node), other node requests 4 (1
+// per node), admin 6.
+func TestLimitInFlightSharesSeatsByLevelAndIdentity(t *testing.T) {
 	release := make(chan struct{})
 	held := make(chan struct{})
-	// The handler holds only the request marked ?hold=1 until released.
-	h := LimitInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("hold") == "1" {
 			close(held)
 			<-release
 		}
-	}), 1, 1)
+	}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
 	done := make(chan struct{})
 	go func() {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/api/v1/nodes/n1?hold=1", nil))
-		close(done)
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1?hold=1", nil), nodeUser("n1")))
 	}()
-	<-held // the only mutating slot is taken
+	<-held // n1 holds its one heartbeat seat
 
 	tests := []struct {
 		name     string
 		method   string
 		url      string
+		user     *authn.User
 		wantCode int
 	}{
-		{"a second write is refused with 429", http.MethodPost, "/api/v1/nodes", http.StatusTooManyRequests},
-		{"a watch is never counted", http.MethodGet, "/api/v1/nodes?watch=true", http.StatusOK},
-		{"a read uses its own budget", http.MethodGet, "/api/v1/nodes", http.StatusOK},
+		{"the same node's second renewal is refused with 429", http.MethodPut, nodeLeasePath + "n1", nodeUser("n1"), http.StatusTooManyRequests},
+		{"another node renews", http.MethodPut, nodeLeasePath + "n2", nodeUser("n2"), http.StatusOK},
+		{"the same node's other requests have their own seats", http.MethodGet, "/api/v1/nodes/n1", nodeUser("n1"), http.StatusOK},
+		{"a watch is never counted", http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?watch=true", nodeUser("n1"), http.StatusOK},
+		{"a pod log is long-running and never counted", http.MethodGet, "/api/v1/namespaces/default/pods/p/log?follow=true", nodeUser("n1"), http.StatusOK},
+		{"an administrator writes", http.MethodPost, "/api/v1/namespaces/default/configmaps", adminUser, http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.url, nil))
+			h.ServeHTTP(rec, asUser(httptest.NewRequest(tt.method, tt.url, nil), tt.user))
 			if rec.Code != tt.wantCode {
 				t.Fatalf("got %d, want %d", rec.Code, tt.wantCode)
 			}
-			if tt.wantCode == http.StatusTooManyRequests && rec.Header().Get("Retry-After") != "1" {
-				t.Errorf("Retry-After %q, want 1", rec.Header().Get("Retry-After"))
+			if tt.wantCode == http.StatusTooManyRequests {
+				if rec.Header().Get("Retry-After") != "1" {
+					t.Errorf("Retry-After %q, want 1", rec.Header().Get("Retry-After"))
+				}
+				st := decodeStatus(t, rec.Body.Bytes())
+				if st.Reason != metav1.StatusReasonTooManyRequests {
+					t.Errorf("reason %q, want %q", st.Reason, metav1.StatusReasonTooManyRequests)
+				}
 			}
 		})
 	}
 	close(release)
 	<-done
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/nodes", nil))
+	h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", nil), nodeUser("n1")))
 	if rec.Code != http.StatusOK {
-		t.Errorf("after the slot is freed a write got %d, want 200", rec.Code)
+		t.Errorf("after the seat is freed the node's renewal got %d, want 200", rec.Code)
+	}
+	if got := h.fc.Stats(flowcontrol.NodeHeartbeat).Rejected[flowcontrol.FlowFull]; got != 1 {
+		t.Errorf("heartbeat rejections counted %d, want 1", got)
 	}
 }
 
-func TestLimitInFlightDoesNotCountPodLogs(t *testing.T) {
-	release := make(chan struct{})
-	held := make(chan struct{})
-	h := LimitInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("hold") == "1" {
-			close(held)
-			<-release
-		}
-	}), 1, 1)
-	done := make(chan struct{})
-	go func() {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes?hold=1", nil))
-		close(done)
-	}()
-	<-held // the only read slot is taken
+func TestLimitInFlightDeadlines(t *testing.T) {
 	tests := []struct {
-		name     string
-		url      string
-		wantCode int
+		name         string
+		url          string
+		wantDeadline bool
 	}{
-		{"another read is refused", "/api/v1/pods", http.StatusTooManyRequests},
-		{"a pod log is long-running and passes", "/api/v1/namespaces/default/pods/p/log?follow=true", http.StatusOK},
+		{"a request must finish within the request timeout", "/api/v1/nodes", true},
+		{"a watch has no deadline", "/api/v1/nodes?watch=1", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.url, nil))
-			if rec.Code != tt.wantCode {
-				t.Errorf("got %d, want %d", rec.Code, tt.wantCode)
+			var got bool
+			h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, got = r.Context().Deadline()
+			}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
+			h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodGet, tt.url, nil), adminUser))
+			if got != tt.wantDeadline {
+				t.Errorf("deadline set: %v, want %v", got, tt.wantDeadline)
 			}
 		})
 	}
-	close(release)
-	<-done
+}
+
+func TestLimitInFlightPassesTheBodyOn(t *testing.T) {
+	var got string
+	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := readBody(r)
+		got = string(b)
+	}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
+	body := strings.Repeat("lease ", 20000)
+	h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", strings.NewReader(body)), nodeUser("n1")))
+	if got != body {
+		t.Errorf("handler read %d bytes, want the %d sent", len(got), len(body))
+	}
+}
+
+// withUser stands in for authn.Middleware in front of a real listener.
+func withUser(u *authn.User, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, asUser(r, u)) })
+}
+
+// stalledRequest sends headers announcing a 100,000-byte body, one byte of
+// it, and nothing more; it returns the response's reader.
+func stalledRequest(t *testing.T, addr, path string) (*bufio.Reader, net.Conn) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", path)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // the test's own bound
+	return bufio.NewReader(c), c
+}
+
+// A client that sends headers and then stalls its body holds its seat only
+// until the request timeout, then gets 504 Timeout; while it holds it, the
+// same identity's next stalled request is refused at once (net/http must
+// not wait for its unread body before answering).
+func TestLimitInFlightStalledBodyLosesItsSeat(t *testing.T) {
+	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := readBody(r); err != nil {
+			t.Errorf("handler ran with a body that did not arrive: %v", err)
+		}
+	}), InFlightConfig{Seats: 20, RequestTimeout: 2 * time.Second})
+	srv := httptest.NewServer(withUser(nodeUser("n1"), h))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	first, _ := stalledRequest(t, addr, nodeLeasePath+"n1")
+	waitFor(t, "the stalled request holds its seat", func() bool { return h.fc.Stats(flowcontrol.NodeHeartbeat).Executing == 1 })
+
+	second, _ := stalledRequest(t, addr, nodeLeasePath+"n1")
+	resp, err := http.ReadResponse(second, nil)
+	if err != nil {
+		t.Fatalf("second request: %v", err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || !resp.Close {
+		t.Errorf("second request: %s, close %v; want 429 and the connection closed", resp.Status, resp.Close)
+	}
+	if h.fc.Stats(flowcontrol.NodeHeartbeat).Executing != 1 {
+		t.Fatal("the first request no longer holds its seat: the 429 was not immediate")
+	}
+
+	resp, err = http.ReadResponse(first, nil)
+	if err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	st := decodeStatus(t, b)
+	if resp.StatusCode != http.StatusGatewayTimeout || st.Reason != metav1.StatusReasonTimeout {
+		t.Errorf("first request: %s %s, want 504 Timeout", resp.Status, b)
+	}
+	waitFor(t, "the seat is free again", func() bool { return h.fc.Stats(flowcontrol.NodeHeartbeat).Executing == 0 })
+	if n := h.bodyTimeouts[flowcontrol.NodeHeartbeat].Load(); n != 1 {
+		t.Errorf("body timeouts counted %d, want 1", n)
+	}
+}
+
+// The same over HTTP/2, where the deadline is per stream.
+func TestLimitInFlightStalledBodyLosesItsSeatOverHTTP2(t *testing.T) {
+	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = readBody(r)
+	}), InFlightConfig{Seats: 20, RequestTimeout: time.Second})
+	srv := httptest.NewUnstartedServer(withUser(nodeUser("n1"), h))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+	client.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"h2"}
+	client.Transport.(*http.Transport).ForceAttemptHTTP2 = true
+	client.Timeout = 30 * time.Second // the test's own bound
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write([]byte("{")) }() // one byte, then nothing
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPut, srv.URL+nodeLeasePath+"n1", pr)
+	req.ContentLength = 100000
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+	}
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("got %s, want 504", resp.Status)
+	}
+	waitFor(t, "the seat is free again", func() bool { return h.fc.Stats(flowcontrol.NodeHeartbeat).Executing == 0 })
+}
+
+func TestLimitInFlightMetrics(t *testing.T) {
+	reg := newTestRegistry()
+	h, err := LimitInFlight(http.NotFoundHandler(), InFlightConfig{Seats: 600, RequestTimeout: time.Minute, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", nil), nodeUser("n1")))
+	text := gatherText(t, reg)
+	for _, want := range []string{
+		`apiserver_flowcontrol_dispatched_requests_total{flow_schema="node-heartbeat",priority_level="node-heartbeat"} 1`,
+		`apiserver_flowcontrol_nominal_limit_seats{priority_level="node-heartbeat"} 120`,
+		`apiserver_flowcontrol_flow_limit_seats{priority_level="node-heartbeat"} 6`,
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="node-heartbeat",priority_level="node-heartbeat",reason="queue-full"} 0`,
+		`apiserver_flowcontrol_current_executing_requests{flow_schema="leader-election",priority_level="exempt"} 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s\n%s", want, text)
+		}
+	}
+}
+
+func decodeStatus(t *testing.T, b []byte) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("body %q is not a Status: %v", b, err)
+	}
+	return st
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after 30s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newTestRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
+
+func gatherText(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
 }

@@ -47,7 +47,13 @@ type Options struct {
 
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
-	Logging                     logging.Options
+	// RequestTimeout bounds a request that is not long-running, reading
+	// its body included (--request-timeout).
+	RequestTimeout time.Duration
+	// MinRequestTimeout: a watch without timeoutSeconds ends after a random
+	// time in [MinRequestTimeout, 2·MinRequestTimeout) seconds.
+	MinRequestTimeout int
+	Logging           logging.Options
 
 	Controllers Controllers
 }
@@ -141,6 +147,8 @@ func DefaultOptions() Options {
 		EventTTL:                            time.Hour,
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
+		RequestTimeout:                      time.Minute,
+		MinRequestTimeout:                   1800,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
 		Controllers:                         DefaultControllers(),
 	}
@@ -161,8 +169,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", o.DefaultNotReadyTolerationSeconds, "tolerationSeconds of the not-ready:NoExecute toleration added to every pod that has none")
 	fs.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", o.DefaultUnreachableTolerationSeconds, "tolerationSeconds of the unreachable:NoExecute toleration added to every pod that has none")
 	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "How often storage history older than one interval is compacted; 0 disables compaction")
-	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight, "Most non-mutating requests served at once (watches not counted); more get 429 with Retry-After; 0 means no limit")
-	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "Most mutating requests (including lease renewals) served at once; more get 429 with Retry-After; 0 means no limit")
+	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight, "Summed with --max-mutating-requests-inflight into the seats (requests served at once; watches and pod logs not counted) shared between priority levels: system controllers 20%, node heartbeats 20%, other node requests 20%, system:masters 30%, everyone else 10%; the controllers' leader election is never limited. Past a level's seats, or past one identity's share of them (a node: 5% of the heartbeat seats, 10% of the other node seats; other users: 25%), requests get 429 with Retry-After; both 0 means no limit")
+	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "Added to --max-requests-inflight: together they are the server's total seats, split between priority levels (see --max-requests-inflight)")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request may take, reading its body included, before it is answered 504 Timeout; watches and pod logs are exempt (see --min-request-timeout)")
+	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "A watch without timeoutSeconds is ended (the client resumes it) after a random time between this many seconds and twice that")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often a watch that allows bookmarks receives one")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, keep serving this long with /readyz failing so load balancers stop sending requests before the listener closes")
@@ -193,6 +203,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
 		errs = append(errs, fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must be >= 0, got %d and %d", o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout must be > 0, got %v", o.RequestTimeout))
+	}
+	if o.MinRequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--min-request-timeout must be > 0, got %d", o.MinRequestTimeout))
 	}
 	if o.EventTTL < 0 {
 		errs = append(errs, fmt.Errorf("--event-ttl must be >= 0, got %v", o.EventTTL))

@@ -168,6 +168,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 
 		BookmarkInterval: o.BookmarkInterval,
 		EventTTL:         o.EventTTL,
+		MinWatchTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,
 	})
 	if err != nil {
 		return err
@@ -243,7 +244,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	protected.Handle("/openapi/", docs.Handler())
 	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
-	protected.Handle("/", apiserver.LimitInFlight(api, o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
+	limited, err := apiserver.LimitInFlight(api, apiserver.InFlightConfig{
+		Seats:          o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
+		RequestTimeout: o.RequestTimeout,
+		Registerer:     reg,
+	})
+	if err != nil {
+		return err
+	}
+	protected.Handle("/", limited)
 	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResource(protected), authn.Unauthorized))
 
 	ln, err := net.Listen("tcp", o.Listen)
@@ -270,9 +279,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("write %s: %w", kubeconfig, err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
-		TLSConfig:         cluster.ServingTLSConfig(),
+		Handler:   mux,
+		TLSConfig: cluster.ServingTLSConfig(),
+		// Headers must arrive within 30 s (the TLS handshake too); bodies
+		// are bounded per request by --request-timeout (LimitInFlight). An
+		// idle keep-alive connection is closed after 90 s.
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	serveErr := make(chan error, 1)

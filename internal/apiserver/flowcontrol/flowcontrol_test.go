@@ -1,0 +1,336 @@
+package flowcontrol
+
+import (
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+var (
+	nodeGroups   = []string{"system:nodes", "system:authenticated"}
+	masterGroups = []string{"system:masters", "system:authenticated"}
+	plainGroups  = []string{"system:authenticated"}
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+		want Level
+	}{
+		{"the controllers' leader election lease is exempt",
+			Request{"system:kube-controller-manager", nil, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"}, Exempt},
+		{"the scheduler's leader election lease is exempt",
+			Request{"system:kube-scheduler", nil, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"}, Exempt},
+		{"other controller requests are system",
+			Request{"system:kube-controller-manager", nil, "/api/v1/nodes/n1/status"}, System},
+		{"a controller's lease in another namespace is system",
+			Request{"system:kube-controller-manager", nil, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"}, System},
+		{"a node renewing its lease is a heartbeat",
+			Request{"system:node:n1", nodeGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"}, NodeHeartbeat},
+		{"a node creating its lease is a heartbeat",
+			Request{"system:node:n1", nodeGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"}, NodeHeartbeat},
+		{"a node patching its status is a heartbeat",
+			Request{"system:node:n1", nodeGroups, "/api/v1/nodes/n1/status"}, NodeHeartbeat},
+		{"a node reading its Node is node",
+			Request{"system:node:n1", nodeGroups, "/api/v1/nodes/n1"}, Node},
+		{"a node writing a pod status is node",
+			Request{"system:node:n1", nodeGroups, "/api/v1/namespaces/default/pods/p/status"}, Node},
+		{"a node writing a lease in kube-system is node",
+			Request{"system:node:n1", nodeGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x"}, Node},
+		{"a namespace merely starting with kube-node-lease is not a heartbeat",
+			Request{"system:node:n1", nodeGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-node-leasex/leases/n1"}, Node},
+		{"the nodes group without a node user name is workload",
+			Request{"mallory", nodeGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"}, Workload},
+		{"a node user name without the nodes group is workload",
+			Request{"system:node:n1", plainGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"}, Workload},
+		{"an administrator is admin",
+			Request{"kubernetes-admin", masterGroups, "/api/v1/namespaces/default/configmaps"}, Admin},
+		{"an administrator writing a node lease is still admin",
+			Request{"kubernetes-admin", masterGroups, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"}, Admin},
+		{"anyone else is workload",
+			Request{"alice", plainGroups, "/api/v1/namespaces/default/pods"}, Workload},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.req); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsLongRunning(t *testing.T) {
+	tests := []struct {
+		name                   string
+		method, path, rawQuery string
+		want                   bool
+	}{
+		{"a watch parameter", "GET", "/api/v1/pods", "watch=true", true},
+		{"a watch=1 parameter after others", "GET", "/api/v1/pods", "labelSelector=a&watch=1", true},
+		{"a watch=false parameter", "GET", "/api/v1/pods", "watch=false", false},
+		{"a watch path", "GET", "/api/v1/watch/pods", "", true},
+		{"a pod log", "GET", "/api/v1/namespaces/d/pods/p/log", "follow=true", true},
+		{"a list", "GET", "/api/v1/pods", "limit=500", false},
+		{"a parameter merely containing watch", "GET", "/api/v1/pods", "labelSelector=watch%3Dtrue", false},
+		{"a write with a watch parameter", "POST", "/api/v1/pods", "watch=true", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsLongRunning(tt.method, tt.path, tt.rawQuery); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultSplit(t *testing.T) {
+	c := mustNew(t, Config{Seats: 600})
+	want := map[Level][2]int{ // seats, seats per identity
+		Exempt: {0, 0}, System: {120, 120}, NodeHeartbeat: {120, 6}, Node: {120, 12}, Admin: {180, 180}, Workload: {60, 15},
+	}
+	for lv, w := range want {
+		st := c.Stats(lv)
+		if st.Seats != w[0] || st.FlowSeats != w[1] {
+			t.Errorf("%s: got %d seats, %d per identity; want %d, %d", lv, st.Seats, st.FlowSeats, w[0], w[1])
+		}
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	// 100 seats: heartbeat 20 (one node at most 1), node 20 (2), admin 30.
+	tests := []struct {
+		name string
+		// held are the seats taken (and kept) before the request.
+		held []struct {
+			lv   Level
+			flow string
+		}
+		lv         Level
+		flow       string
+		wantReason Reason
+	}{
+		{name: "an idle level admits", lv: NodeHeartbeat, flow: "n1", wantReason: Admitted},
+		{name: "a node past its share is refused",
+			held: []struct {
+				lv   Level
+				flow string
+			}{{NodeHeartbeat, "n1"}},
+			lv: NodeHeartbeat, flow: "n1", wantReason: FlowFull},
+		{name: "another node is admitted beside a node at its share",
+			held: []struct {
+				lv   Level
+				flow string
+			}{{NodeHeartbeat, "n1"}},
+			lv: NodeHeartbeat, flow: "n2", wantReason: Admitted},
+		{name: "a node at its share in one level is admitted in another",
+			held: []struct {
+				lv   Level
+				flow string
+			}{{NodeHeartbeat, "n1"}},
+			lv: Node, flow: "n1", wantReason: Admitted},
+		{name: "a full level refuses a new identity", held: heldBy(NodeHeartbeat, 20), lv: NodeHeartbeat, flow: "late", wantReason: LevelFull},
+		{name: "a full heartbeat level does not touch the admin level", held: heldBy(NodeHeartbeat, 20), lv: Admin, flow: "admin", wantReason: Admitted},
+		{name: "one administrator may use the whole admin level", held: heldByOne(Admin, "admin", 29), lv: Admin, flow: "admin", wantReason: Admitted},
+		{name: "but not more", held: heldByOne(Admin, "admin", 30), lv: Admin, flow: "admin", wantReason: LevelFull},
+		{name: "the exempt level has no limit", held: heldByOne(Exempt, "kcm", 10000), lv: Exempt, flow: "kcm", wantReason: Admitted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustNew(t, Config{Seats: 100})
+			for i, h := range tt.held {
+				if _, r := c.Admit(h.lv, h.flow); r != Admitted {
+					t.Fatalf("setup seat %d (%s %s): %s", i, h.lv, h.flow, r)
+				}
+			}
+			seat, r := c.Admit(tt.lv, tt.flow)
+			if r != tt.wantReason {
+				t.Fatalf("got %s, want %s", r, tt.wantReason)
+			}
+			st := c.Stats(tt.lv)
+			if r != Admitted {
+				if st.Rejected[r] != 1 {
+					t.Errorf("rejected[%s] = %d, want 1", r, st.Rejected[r])
+				}
+				return
+			}
+			before := st.Executing
+			seat.Release()
+			if got := c.Stats(tt.lv).Executing; got != before-1 {
+				t.Errorf("executing after release %d, want %d", got, before-1)
+			}
+		})
+	}
+}
+
+func heldBy(lv Level, n int) []struct {
+	lv   Level
+	flow string
+} {
+	out := make([]struct {
+		lv   Level
+		flow string
+	}, n)
+	for i := range out {
+		out[i].lv, out[i].flow = lv, fmt.Sprintf("node-%d", i)
+	}
+	return out
+}
+
+func heldByOne(lv Level, flow string, n int) []struct {
+	lv   Level
+	flow string
+} {
+	out := heldBy(lv, n)
+	for i := range out {
+		out[i].flow = flow
+	}
+	return out
+}
+
+func TestReleaseGivesTheSeatBack(t *testing.T) {
+	c := mustNew(t, Config{Seats: 100})
+	seat, r := c.Admit(NodeHeartbeat, "n1")
+	if r != Admitted {
+		t.Fatal(r)
+	}
+	if _, r := c.Admit(NodeHeartbeat, "n1"); r != FlowFull {
+		t.Fatalf("second seat: got %s, want %s", r, FlowFull)
+	}
+	seat.Release()
+	if _, r := c.Admit(NodeHeartbeat, "n1"); r != Admitted {
+		t.Fatalf("after release: got %s, want admitted", r)
+	}
+	Seat{}.Release() // the zero seat is a no-op
+}
+
+func TestNoSeatsMeansNoLimit(t *testing.T) {
+	c := mustNew(t, Config{Seats: 0})
+	for i := range 10000 {
+		if _, r := c.Admit(NodeHeartbeat, "n1"); r != Admitted {
+			t.Fatalf("request %d: %s", i, r)
+		}
+	}
+}
+
+// An identity that shares one of its two counters with a greedy identity
+// is still admitted: only both counters full refuses it.
+func TestSharedCounterDoesNotRefuseAnInnocentIdentity(t *testing.T) {
+	c := mustNew(t, Config{Seats: 1000}) // heartbeat: 200 seats, 10 per node
+	b := func(flow string) (uint16, uint16) {
+		h := maphash.String(c.seed, flow)
+		return uint16(h % flowBuckets), uint16((h >> 32) % flowBuckets)
+	}
+	a0, a1 := b("attacker")
+	innocent := ""
+	for i := 0; innocent == "" && i < 1_000_000; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		n0, n1 := b(name)
+		if (n0 == a0 || n0 == a1 || n1 == a0 || n1 == a1) && !(n0 == a0 && n1 == a1) && !(n0 == a1 && n1 == a0) {
+			innocent = name
+		}
+	}
+	if innocent == "" {
+		t.Fatal("no identity sharing exactly one counter found")
+	}
+	for {
+		if _, r := c.Admit(NodeHeartbeat, "attacker"); r != Admitted {
+			break
+		}
+	}
+	if _, r := c.Admit(NodeHeartbeat, innocent); r != Admitted {
+		t.Errorf("%s, sharing one counter with the attacker: got %s, want admitted", innocent, r)
+	}
+}
+
+func TestConcurrentAdmitNeverExceedsTheLimits(t *testing.T) {
+	c := mustNew(t, Config{Seats: 50}) // heartbeat: 10 seats, 1 per node
+	var wg sync.WaitGroup
+	var executing, peak atomic.Int32
+	perFlow := make([]atomic.Int32, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			flow := fmt.Sprintf("node-%d", g)
+			for range 2000 {
+				seat, r := c.Admit(NodeHeartbeat, flow)
+				if r != Admitted {
+					continue
+				}
+				n := executing.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				if f := perFlow[g].Add(1); f > 1 {
+					t.Errorf("%s holds %d seats, share is 1", flow, f)
+				}
+				perFlow[g].Add(-1)
+				executing.Add(-1)
+				seat.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 10 {
+		t.Errorf("peak %d executing, limit 10", p)
+	}
+	if st := c.Stats(NodeHeartbeat); st.Executing != 0 {
+		t.Errorf("executing %d after every release, want 0", st.Executing)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	bad := DefaultShares()
+	bad[Node].PerFlow = 2
+	for _, cfg := range []Config{{Seats: -1}, {Seats: 10, Shares: &bad}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v): no error", cfg)
+		}
+	}
+}
+
+func mustNew(t testing.TB, cfg Config) *Controller {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkAdmit is the per-request cost of a lease renewal: classify,
+// admit, release.
+func BenchmarkAdmit(b *testing.B) {
+	c := mustNew(b, Config{Seats: 600})
+	req := Request{User: "system:node:sim-0042", Groups: nodeGroups, Path: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/sim-0042"}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			seat, r := c.Admit(Classify(req), req.User)
+			if r != Admitted {
+				b.Fatal(r)
+			}
+			seat.Release()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var id atomic.Int32
+		b.RunParallel(func(pb *testing.PB) {
+			n := id.Add(1)
+			r := req
+			r.User = fmt.Sprintf("system:node:sim-%04d", n)
+			r.Path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + r.User
+			for pb.Next() {
+				seat, reason := c.Admit(Classify(r), r.User)
+				if reason != Admitted {
+					b.Error(reason)
+					return
+				}
+				seat.Release()
+			}
+		})
+	})
+}
