@@ -54,9 +54,10 @@ func startSim(t *testing.T, s *serverProc, args ...string) string {
 }
 
 // TestTaintEvictionOnTimeAcrossARestartUnderLoad: a pod tolerating
-// `unreachable` for 30 s sits on a silent node; 10 s after the taint the
-// server is restarted while other nodes go silent and come back and pods
-// come and go on them. The eviction must land no earlier than the taint's
+// `unreachable` for 30 s sits on a silent node, beside 200 pods on two other
+// silent nodes that tolerate it for 29 s; 10 s after the taint the server is
+// restarted while other nodes go silent and come back and pods come and go
+// on them. The eviction must land no earlier than the taint's
 // timeAdded + 30 s (as a client reads them) and no later than that plus the
 // one-second resolution of timeAdded, a monitor period and a little slack —
 // whatever the load (issue 12: it came 76 s after the restart under load).
@@ -66,9 +67,10 @@ func TestTaintEvictionOnTimeAcrossARestartUnderLoad(t *testing.T) {
 	cs := s.client()
 	control := startSim(t, s, "--nodes", "24", "--zones", "a,b,c", "--node-lease-duration", "4s",
 		"--node-status-update-frequency", "1s")
-	const victimNode = "sim-00" // zone a
-	var churnNodes []string     // zones b and c
-	for i := 0; i < 24; i++ {
+	const victimNode = "sim-00"             // zone a
+	bulkNodes := []string{"sim-01", "sim-02"} // zones b and c
+	var churnNodes []string                   // the rest of zones b and c
+	for i := 3; i < 24; i++ {
 		if i%3 != 0 {
 			churnNodes = append(churnNodes, fmt.Sprintf("sim-%02d", i))
 		}
@@ -99,6 +101,21 @@ func TestTaintEvictionOnTimeAcrossARestartUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPodPhase(t, cs, "victim", corev1.PodRunning)
+	// Work for the taint eviction controller falling due just before the
+	// victim's deadline: 200 pods on two nodes going silent with it, each
+	// tolerating `unreachable` for 29 s.
+	twentyNine := int64(29)
+	for i := 0; i < 200; i++ {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bulk-%03d", i)}, Spec: corev1.PodSpec{
+			NodeName:                      bulkNodes[i%2],
+			TerminationGracePeriodSeconds: ptrInt64(0),
+			Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &twentyNine}},
+			Containers: []corev1.Container{{Name: "c", Image: "sleep"}}}}
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Load: nodes of zones b and c go silent and come back, pods without
 	// tolerations come and go on them (so the taint eviction controller has
@@ -141,7 +158,9 @@ func TestTaintEvictionOnTimeAcrossARestartUnderLoad(t *testing.T) {
 	}()
 
 	var timeAdded time.Time
-	post(t, control+"/pause?node="+victimNode)
+	for _, n := range append([]string{victimNode}, bulkNodes...) {
+		post(t, control+"/pause?node="+n)
+	}
 	eventually(t, 40*time.Second, victimNode+" NoExecute-tainted", func() error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, victimNode, metav1.GetOptions{})
 		if err != nil {
