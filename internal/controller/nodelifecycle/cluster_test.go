@@ -37,6 +37,10 @@ type cluster struct {
 	// failed lists the nodes whose status or taint writes failed on
 	// request.
 	failed map[string]bool
+	// duringWrites, when set, runs after Monitor has decided and before
+	// its status writes are visible, as the shell's 100 ms tainting step
+	// does while a pass is still writing.
+	duringWrites func()
 }
 
 func newCluster(t testing.TB, cfg Config) *cluster {
@@ -71,10 +75,17 @@ func withTaints(ts ...corev1.Taint) nodeOpt {
 	return func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, ts...) }
 }
 
-// add creates a node with no conditions (a manually created Node).
+// createdAgo makes the node d older than now (default: created now).
+func createdAgo(d time.Duration) nodeOpt {
+	return func(n *corev1.Node) { n.CreationTimestamp = metav1.NewTime(n.CreationTimestamp.Add(-d)) }
+}
+
+// add creates a node with no conditions (a manually created Node, or an
+// agent's before its first status), created now unless an option says
+// otherwise.
 func (cl *cluster) add(name string, opts ...nodeOpt) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: map[string]string{}, CreationTimestamp: metav1.NewTime(cl.now.Add(-time.Hour)),
+		Name: name, Labels: map[string]string{}, CreationTimestamp: metav1.NewTime(cl.now),
 	}}
 	for _, o := range opts {
 		o(n)
@@ -144,6 +155,9 @@ func (cl *cluster) monitor() PassResult {
 
 func (cl *cluster) monitorWith(obs []Observation) PassResult {
 	res := cl.core.Monitor(cl.now, cl.fresh, obs)
+	if cl.duringWrites != nil {
+		cl.duringWrites()
+	}
 	for _, name := range res.Registered {
 		cl.events = append(cl.events, ReasonRegisteredNode+" "+name)
 	}

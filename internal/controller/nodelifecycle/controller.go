@@ -307,18 +307,20 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 	case DisruptionExited:
 		c.cfg.Logger.Info("a zone recovered from full disruption")
 	}
+	// The zone label is the zone key itself, region + ":\x00:" + zone (""
+	// for unlabelled nodes), as kube-controller-manager exports it, so
+	// recording rules written against upstream work unchanged; only
+	// `nodeplane zones` prints the readable form.
 	for _, z := range res.Zones {
-		name := ZoneName(z.Zone)
-		c.m.health.WithLabelValues(name).Set(z.Health)
-		c.m.size.WithLabelValues(name).Set(float64(z.Size))
-		c.m.unhealthy.WithLabelValues(name).Set(float64(z.Unhealthy))
-		c.m.evictions.WithLabelValues(name).Add(0)
+		c.m.health.WithLabelValues(z.Zone).Set(z.Health)
+		c.m.size.WithLabelValues(z.Zone).Set(float64(z.Size))
+		c.m.unhealthy.WithLabelValues(z.Zone).Set(float64(z.Unhealthy))
+		c.m.evictions.WithLabelValues(z.Zone).Add(0)
 	}
 	for _, key := range res.VanishedZones {
-		name := ZoneName(key)
-		c.m.health.DeleteLabelValues(name)
-		c.m.size.DeleteLabelValues(name)
-		c.m.unhealthy.DeleteLabelValues(name)
+		c.m.health.DeleteLabelValues(key)
+		c.m.size.DeleteLabelValues(key)
+		c.m.unhealthy.DeleteLabelValues(key)
 	}
 }
 
@@ -408,7 +410,7 @@ func (c *Controller) applyTaint(ctx context.Context, u TaintUpdate) {
 		return
 	}
 	if u.Eviction {
-		c.m.evictions.WithLabelValues(ZoneName(u.Zone)).Inc()
+		c.m.evictions.WithLabelValues(u.Zone).Inc()
 	}
 	for _, t := range u.Add {
 		c.cfg.Logger.Info("tainted node", "node", u.Node, "taint", t.Key+":"+string(t.Effect))

@@ -78,7 +78,10 @@ func New(cfg Config) (*Core, error) {
 
 // Reset forgets every node, zone, queue and limiter, as a newly elected
 // leader must (SPEC P3-3). The next Monitor pass sees every node for the
-// first time: it gives each a fresh grace period from that pass's now,
+// first time: it gives each a fresh grace period from that pass's now
+// (except a node that never posted status: its startup grace period counts
+// from its creation, as upstream's does, so an old hand-made Node is marked
+// Unknown at once),
 // emits RegisteredNode for each, keeps the NoExecute taints already on the
 // nodes (no removal, no second copy, so the taint eviction controller keeps
 // counting from their timeAdded), queues the not-Ready nodes that still lack
@@ -224,7 +227,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		name := node.Name
 		n, known := c.nodes[name]
 		if !known {
-			n = &nodeState{health: health{probe: now}}
+			n = &nodeState{health: health{probe: firstProbe(node, now)}}
 			c.nodes[name] = n
 			res.Registered = append(res.Registered, name)
 		}
@@ -240,7 +243,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		n.node, n.zone, n.excluded = node, key, excludedFromDisruption(node)
 		members[key]++
 		n.health.observe(node, o.Lease, now)
-		if turnedFresh {
+		if turnedFresh && !n.health.neverAlive() {
 			n.health.probe = now
 		}
 
@@ -414,9 +417,11 @@ func (c *Core) Taint(now time.Time, fresh bool) []TaintUpdate {
 				z.queue.remove(name)
 				continue
 			}
+			prev := z.bucket.readyAt
 			if !z.bucket.take(now) {
 				break
 			}
+			z.lastGrant = grant{node: name, prev: prev, readyAt: z.bucket.readyAt}
 			z.queue.remove(name)
 			out = append(out, TaintUpdate{
 				Node:     name,
@@ -450,11 +455,22 @@ func (c *Core) StatusUpdateFailed(node string) {
 	}
 }
 
-// TaintNotApplied reports that a TaintUpdate was not written. With retry
-// (the write failed) a limiter-granted taint goes back to the head of its
-// zone's queue; without (the shell skipped it because the node's Ready
-// status had moved on) the node is left for the next pass to judge. Either
-// way the core stops assuming the change happened.
+// TaintNotApplied reports that a TaintUpdate was not written. Either way the
+// core stops assuming the change happened.
+//
+// With retry (the write failed) a limiter-granted taint goes back to the
+// head of its zone's queue; its token stays used, as upstream's does.
+//
+// Without retry the shell skipped the write because the Ready status in its
+// cache was not the one the taint stands for. That happens for a moment
+// after every pass that marks a node Unknown: Taint runs every 100 ms,
+// beside the pass's status writes, and the cache shows the write only once
+// the watch delivers it. So a limiter-granted taint gives its token back
+// (nothing was written) and, while the core still takes the node's Ready
+// status to be u.Ready, goes back to the head of its queue for the next
+// tainting step; if the node really recovered, the next pass sees it and
+// drops it. Spending the token here made a zone's first taint wait a whole
+// interval (issue 12).
 func (c *Core) TaintNotApplied(u TaintUpdate, retry bool) {
 	n := c.nodes[u.Node]
 	if n == nil {
@@ -462,14 +478,23 @@ func (c *Core) TaintNotApplied(u TaintUpdate, retry bool) {
 	}
 	n.pending = nil
 	z := c.zones[u.Zone]
-	if z == nil {
+	if z == nil || !u.Eviction {
 		return
 	}
-	if u.Eviction {
-		z.evictions--
-		if retry && n.zone == u.Zone {
-			z.queue.pushFront(u.Node)
-		}
+	z.evictions--
+	if n.zone != u.Zone {
+		return
+	}
+	if retry {
+		z.queue.pushFront(u.Node)
+		return
+	}
+	if g := z.lastGrant; g.node == u.Node {
+		z.bucket.giveBack(g.prev, g.readyAt)
+		z.lastGrant = grant{}
+	}
+	if n.status == u.Ready && noExecuteFor(n.status) != 0 {
+		z.queue.pushFront(u.Node)
 	}
 }
 
@@ -496,10 +521,14 @@ func MarkUnknown(node *corev1.Node, now time.Time) *corev1.Node {
 	return markUnknown(node, now)
 }
 
-// freshGrace gives every node a new grace period from now.
+// freshGrace gives every node a new grace period from now, except those
+// that never showed a sign of life: they have no heartbeat the view could
+// have missed, and keep counting from their creation.
 func (c *Core) freshGrace(now time.Time) {
 	for _, n := range c.nodes {
-		n.health.probe = now
+		if !n.health.neverAlive() {
+			n.health.probe = now
+		}
 	}
 }
 

@@ -396,3 +396,77 @@ func TestViewShowsZonesAndNodes(t *testing.T) {
 		t.Errorf("view does not encode: %v", err)
 	}
 }
+
+// TestZoneTaintPacing follows NoExecute taints through the shell's real
+// interleaving: passes every 5 s, a tainting step every 100 ms, and one
+// tainting step running while each pass's Unknown writes are still on their
+// way (the cache does not show them yet, so the shell skips that taint).
+// Upstream's limiter holds one token while unused, so a zone's first taint
+// comes at once and the next 1/rate (10 s) apart; a skipped taint must not
+// use the token up.
+func TestZoneTaintPacing(t *testing.T) {
+	tests := []struct {
+		name string
+		// zone a: silent nodes stop at t0, live ones keep beating; zone b
+		// is always live.
+		silent, live []string
+		// recover lists silent nodes whose agents come back at 70 s.
+		recover []string
+		// want: the time each taint lands, from t0 (nodes go Unknown at
+		// the 55 s pass: last beat at 0, grace 50 s).
+		want []time.Duration
+	}{
+		{"in a zone of 3 where 2 go silent together the first is tainted on the pass that marks it and the second 10 s later",
+			[]string{"s1", "s2"}, []string{"l1"}, nil,
+			[]time.Duration{55 * time.Second, 65 * time.Second}},
+		{"a whole zone going down while another stays healthy is tainted at once, then every 10 s",
+			[]string{"s1", "s2", "s3"}, nil, nil,
+			[]time.Duration{55 * time.Second, 65 * time.Second, 75 * time.Second}},
+		{"leaving rate 0 starts empty: a small zone back from partial disruption waits one interval",
+			[]string{"s1", "s2", "s3", "s4"}, []string{"l1", "l2"}, []string{"s1", "s2"},
+			[]time.Duration{80 * time.Second, 90 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := newCluster(t, DefaultConfig())
+			var beating []string
+			for _, n := range tt.silent {
+				cl.join(n, inZone("r", "a"))
+			}
+			for _, n := range tt.live {
+				cl.join(n, inZone("r", "a"))
+				beating = append(beating, n)
+			}
+			cl.join("b1", inZone("r", "b"))
+			beating = append(beating, "b1")
+			var got []time.Duration
+			taint := func() {
+				for _, u := range cl.taint() {
+					if u.Zone == zk("r", "a") {
+						got = append(got, cl.now.Sub(t0))
+					}
+				}
+			}
+			cl.duringWrites = taint
+			for step := 0; step <= 1200; step++ { // 120 s in 100 ms steps
+				if cl.now.Equal(t0.Add(70 * time.Second)) {
+					for _, n := range tt.recover {
+						cl.post(n, corev1.ConditionTrue)
+						beating = append(beating, n)
+					}
+				}
+				if step%50 == 0 {
+					for _, n := range beating {
+						cl.renew(n)
+					}
+					cl.monitor()
+				}
+				taint()
+				cl.step(100 * time.Millisecond)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("zone a tainted at %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -53,10 +53,19 @@
 // without one are queued, ordered by how long their Ready condition has been
 // not True; each zone's limiter starts as if its last token had gone at the
 // latest timeAdded on the zone's nodes; every node gets a fresh grace period
-// from the moment the new leader first sees it — including a node that never
-// posted status, which upstream marks Unknown at once if it is older than the
-// startup grace period (nodeplane never compares the API server's creation
-// timestamp with its own clock).
+// from the moment the new leader first sees it — except a node that never
+// posted status nor had a Lease: it has no heartbeat to have missed, so, as
+// upstream, its startup grace period runs from its creationTimestamp (clamped
+// to the first sighting) and an old hand-made Node is marked Unknown on the
+// first pass. Neither the view turning fresh again nor the end of master
+// disruption mode restarts that period.
+//
+// A zone's first NoExecute taint comes at once, as upstream's limiter (a
+// token bucket of burst 1) allows: the tainting step runs beside a pass's
+// status writes and may grant a token before the shell's cache shows the
+// Unknown just written; the shell then skips the write and the token is given
+// back (TaintNotApplied), the node keeping its place at the head of the
+// queue. Upstream spends a token on a skipped node.
 //
 // Master disruption mode is remembered, not re-derived from zone states
 // (SPEC NLC-20). Upstream's "all zones were fully disrupted" is false as soon

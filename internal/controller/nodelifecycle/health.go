@@ -42,6 +42,27 @@ type health struct {
 	renew *metav1.MicroTime
 }
 
+// neverAlive reports a node that has shown no sign of life at all: no Ready
+// condition and no Lease. (Once this controller marks it Unknown it has a
+// Ready condition, and nothing more to be marked.)
+func (h *health) neverAlive() bool {
+	return h.ready == nil && !h.lease
+}
+
+// firstProbe is where a node's grace period starts when the controller
+// first sees it (a new node, or every node after a start or a failover):
+// now, except for a node without a Ready condition, whose startup grace
+// period runs from its creation as upstream's does (SPEC NLC-6) — a Node
+// made by hand long ago is marked Unknown on the first pass. A creation time
+// in the future (clock skew) counts as now.
+func firstProbe(node *corev1.Node, now time.Time) time.Time {
+	created := node.CreationTimestamp.Time
+	if readyCondition(node) != nil || created.IsZero() || created.After(now) {
+		return now
+	}
+	return created
+}
+
 // readyCondition returns the node's Ready condition, or nil.
 func readyCondition(node *corev1.Node) *corev1.NodeCondition {
 	for i := range node.Status.Conditions {

@@ -257,3 +257,83 @@ func TestFailedStatusUpdateIsRetriedAndTakesBackItsTaint(t *testing.T) {
 		t.Errorf("Ready = %q after the next pass, want Unknown", cl.ready("n"))
 	}
 }
+
+// TestNeverPostedNodeCountsFromItsCreation: a Node that never posted status
+// has no heartbeat a (new) controller could have missed, so its startup
+// grace period runs from its creation, as upstream's does — across a start,
+// a failover (Reset) and the view turning fresh again — while a node that
+// has posted gets a fresh grace period from the new leader's first sight
+// (SPEC P3-3).
+func TestNeverPostedNodeCountsFromItsCreation(t *testing.T) {
+	tests := []struct {
+		name    string
+		created time.Duration // before t0
+		// before runs before the first pass at t0 (a failover, a stall).
+		before func(cl *cluster)
+		lease  bool
+		want   time.Duration // first pass with Ready Unknown
+	}{
+		{"a node made by hand longer ago than the startup grace period is marked on the controller's first pass",
+			2 * time.Minute, nil, false, 0},
+		{"one made 50 s before the controller started is marked at the first pass after its 60 s have run",
+			50 * time.Second, nil, false, 15 * time.Second},
+		{"one made just now gets the whole startup grace period", 0, nil, false, 65 * time.Second},
+		{"after a failover an old never-posted node is marked on the new leader's first pass",
+			2 * time.Minute, func(cl *cluster) {
+				cl.now = t0.Add(-30 * time.Second)
+				cl.monitor()
+				cl.core.Reset()
+				cl.now = t0
+			}, false, 0},
+		{"the view turning fresh again gives it no new grace period",
+			2 * time.Minute, func(cl *cluster) {
+				cl.now = t0.Add(-30 * time.Second)
+				cl.fresh = false
+				cl.monitor()
+				cl.fresh = true
+				cl.now = t0
+			}, false, 0},
+		{"a never-posted node with a lease counts from the lease, like any sign of life",
+			2 * time.Minute, nil, true, 65 * time.Second},
+		{"a creation time in the future (clock skew) counts as the first sight",
+			-time.Hour, nil, false, 65 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := newCluster(t, DefaultConfig())
+			cl.add("manual", createdAgo(tt.created))
+			if tt.lease {
+				cl.renew("manual")
+			}
+			cl.join("live", inZone("r", "b"))
+			if tt.before != nil {
+				tt.before(cl)
+			}
+			got := firstUnknown(cl, "manual", 2*time.Minute, func(time.Duration) { cl.renew("live") })
+			if got != tt.want {
+				t.Fatalf("first Unknown at %v, want %v", got, tt.want)
+			}
+			r := readyCondition(cl.nodes["manual"])
+			if r.Reason != ReasonStatusNeverUpdated {
+				t.Errorf("Ready reason %q, want %s", r.Reason, ReasonStatusNeverUpdated)
+			}
+			if cl.ready("live") != corev1.ConditionTrue {
+				t.Errorf("the live node went %q", cl.ready("live"))
+			}
+		})
+	}
+}
+
+func TestNodeThatPostedGetsAFreshGraceAfterFailover(t *testing.T) {
+	cl := newCluster(t, DefaultConfig())
+	// Posted once an hour ago, silent since: the old leader would have
+	// marked it, but a new leader cannot know how long it has been silent
+	// by its own clock, so it waits a whole grace period (SPEC P3-3).
+	cl.add("old", createdAgo(time.Hour))
+	cl.postAt("old", corev1.ConditionTrue, t0.Add(-time.Hour))
+	cl.join("live", inZone("r", "b"))
+	got := firstUnknown(cl, "old", 2*time.Minute, func(time.Duration) { cl.renew("live") })
+	if got != 55*time.Second {
+		t.Errorf("first Unknown at %v, want 55s (a fresh grace period from the first pass)", got)
+	}
+}

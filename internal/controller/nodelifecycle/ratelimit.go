@@ -41,6 +41,15 @@ func (b *tokenBucket) take(now time.Time) bool {
 	return true
 }
 
+// giveBack undoes a take that moved readyAt from prev to granted, unless the
+// bucket changed since (another take, a rate swap): a token handed out for a
+// write the shell then skipped was never used.
+func (b *tokenBucket) giveBack(prev, granted time.Time) {
+	if b.readyAt.Equal(granted) {
+		b.readyAt = prev
+	}
+}
+
 // setRate changes the rate the way upstream swaps a zone's limiter: nothing
 // happens if the rate is unchanged; otherwise the bucket starts full if the
 // old one had a token and empty if it had none, so swapping never grants a

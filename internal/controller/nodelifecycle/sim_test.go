@@ -77,6 +77,10 @@ type sim struct {
 
 	// invariant state
 	lastEviction  map[string]time.Time // zone key → last limiter taint
+	tokenUsed     map[string]time.Time // zone key → last token spent (written or failed)
+	rateSince     map[string]time.Time // zone key → when its rate last changed
+	rate          map[string]float64
+	skipped       map[string]time.Time // node → when the shell last skipped its taint
 	maxRateSince  map[string]float64   // zone key → highest rate since then
 	statusAtPass  map[string]corev1.ConditionStatus
 	allDownAtPass bool
@@ -97,6 +101,8 @@ func newSim(t *testing.T, seed uint64) *sim {
 		cl: newCluster(t, cfg), cfg: cfg, byName: map[string]*simAgent{},
 		zones:        []string{"a", "b", "c", "d", ""},
 		lastEviction: map[string]time.Time{}, maxRateSince: map[string]float64{},
+		tokenUsed: map[string]time.Time{}, rateSince: map[string]time.Time{}, rate: map[string]float64{},
+		skipped:      map[string]time.Time{},
 		statusAtPass: map[string]corev1.ConditionStatus{}, seen: map[string]int{},
 	}
 	sizes := map[string]int{"a": 120, "b": 90, "c": 60, "d": 30, "": 10}
@@ -122,7 +128,10 @@ func newSim(t *testing.T, seed uint64) *sim {
 				opts = append(opts, excluded())
 			}
 			if a.ghost {
-				s.cl.add(a.name, opts...)
+				// Made by hand an hour ago: past its startup grace period
+				// at the first pass.
+				a.lastBeat = t0.Add(-time.Hour)
+				s.cl.add(a.name, append(opts, createdAgo(time.Hour))...)
 				continue
 			}
 			s.cl.add(a.name, opts...)
@@ -161,7 +170,7 @@ func (s *sim) run() {
 		s.cl.step(time.Second)
 	}
 	s.quietPhase()
-	for _, what := range []string{"unknown", "eviction", "swap", "disrupted", "stale", "failover", "removal"} {
+	for _, what := range []string{"unknown", "eviction", "swap", "disrupted", "stale", "failover", "removal", "first taint at once"} {
 		if s.seen[what] == 0 {
 			s.t.Errorf("seed %d: the run never saw a %s; the simulation does not exercise it", s.seed, what)
 		}
@@ -252,6 +261,7 @@ func (s *sim) tick() {
 		s.monitor()
 	}
 	s.taint()
+	s.checkPace()
 	s.checkState()
 }
 
@@ -284,6 +294,15 @@ func (s *sim) monitor() {
 	clear(cl.failed)
 	s.failures()
 	nUpdates := len(cl.statusUpdates)
+	// The shell's 100 ms tainting step runs beside the pass's status
+	// writes, on a cache that does not show them yet.
+	cl.duringWrites = func() {
+		for k, v := range cl.nodes {
+			s.statusAtPass[k] = readyStatus(v)
+		}
+		s.taint()
+	}
+	defer func() { cl.duringWrites = nil }()
 	var res PassResult
 	if fresh {
 		res = cl.monitor()
@@ -376,9 +395,23 @@ func (s *sim) taint() {
 		if !cl.fresh {
 			s.fail("tainted %s on a stale view", u.Node)
 		}
-		s.checkAdd(u, cl.nodes[u.Node])
+		before := cl.nodes[u.Node]
+		if before != nil && readyStatus(before) != u.Ready {
+			// The shell skips it: the cache does not show the status the
+			// taint stands for (yet). The token is not spent.
+			cl.applyTaint(u, true)
+			s.skipped[u.Node] = cl.now
+			continue
+		}
+		s.checkAdd(u, before)
+		s.tokenUsed[u.Zone] = cl.now
 		if !cl.applyTaint(u, true) {
 			continue
+		}
+		if s.skipped[u.Node].Equal(cl.now) {
+			// Skipped while the pass that marked it was writing, tainted
+			// right after.
+			s.seen["first taint at once"]++
 		}
 		s.seen["eviction"]++
 		last, ok := s.lastEviction[u.Zone]
@@ -408,6 +441,56 @@ func (s *sim) afterFailover() {
 		}
 	}
 	s.lastEviction = last
+	s.tokenUsed = map[string]time.Time{}
+	for k, v := range last {
+		s.tokenUsed[k] = v
+	}
+	s.rateSince = map[string]time.Time{}
+}
+
+// checkPace checks the other side of the rate limit: a zone whose limiter
+// has had a token for a while (no token spent and no rate change for one
+// interval) taints the head of its queue at once when the cache shows the
+// node needs it — upstream's limiter holds one token while unused, so a
+// zone's first taint is not delayed.
+func (s *sim) checkPace() {
+	cl := s.cl
+	now := cl.now
+	for key, z := range cl.core.zones {
+		r := z.bucket.rate
+		if r != s.rate[key] || s.rateSince[key].IsZero() {
+			s.rate[key], s.rateSince[key] = r, now
+			continue
+		}
+		if r <= 0 || !cl.fresh || !cl.core.fresh || cl.core.disrupted || !s.gapEnd.IsZero() || !z.seeded {
+			continue
+		}
+		iv := interval(r)
+		if now.Sub(s.rateSince[key]) < iv || now.Sub(s.tokenUsed[key]) < iv {
+			continue
+		}
+		head, ok := z.queue.head()
+		if !ok {
+			continue
+		}
+		n := cl.nodes[head]
+		if n == nil || ZoneKey(n) != key {
+			continue
+		}
+		want := noExecuteFor(readyStatus(n))
+		if have, _ := noExecuteOf(n); want == 0 || have&want != 0 || cl.core.nodes[head].status != readyStatus(n) {
+			continue
+		}
+		s.fail("zone %q has had a token for %v but %s (Ready=%s) waits untainted at the head of its queue",
+			ZoneName(key), now.Sub(maxTime(s.tokenUsed[key], s.rateSince[key])), head, readyStatus(n))
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // checkState checks what must hold after every second.

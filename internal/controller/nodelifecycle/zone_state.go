@@ -90,10 +90,20 @@ type zone struct {
 	// evictions counts NoExecute taints handed out through the limiter
 	// (node_collector_evictions_total{zone}), less those reported failed.
 	evictions int
+	// lastGrant is the latest token Taint handed out, so that a taint the
+	// shell skipped can give it back (TaintNotApplied without retry).
+	lastGrant grant
 	// seeded: the limiter was aligned with the taints found on the zone's
 	// nodes (first fresh pass after the zone appeared; Taint hands out
 	// nothing before one).
 	seeded bool
+}
+
+// grant records one token handed out: to which node, and the bucket's
+// readyAt before and after.
+type grant struct {
+	node          string
+	prev, readyAt time.Time
 }
 
 func (c *Core) newZone(key string, now time.Time) *zone {

@@ -24,6 +24,9 @@ import (
 // podsByNode indexes pods by spec.nodeName in the shared pod informer.
 const podsByNode = "spec.nodeName"
 
+// evictionWorkers bounds the evictions carried out at once.
+const evictionWorkers = 32
+
 // Config configures the controller shell.
 type Config struct {
 	Client   kubernetes.Interface
@@ -146,13 +149,30 @@ func (c *Controller) Run(ctx context.Context) {
 		for c.nextNode(ctx) {
 		}
 	}()
+	// Evictions run in parallel (upstream fires each in its own
+	// goroutine): one at a time, a pod whose deadline comes waited behind
+	// every eviction due before it — three API calls each — so under load
+	// (a node with many pods that tolerate nothing, on a busy server) a
+	// timed eviction came tens of seconds late (issue 12).
+	sem := make(chan struct{}, evictionWorkers)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
 	for {
 		c.mu.Lock()
 		due := c.core.Due(c.cfg.Clock.Now())
 		next, ok := c.core.NextDue()
 		c.mu.Unlock()
 		for _, e := range due {
-			c.evict(ctx, e)
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			inflight.Add(1)
+			go func() {
+				defer func() { <-sem; inflight.Done() }()
+				c.evict(ctx, e)
+			}()
 		}
 		if len(due) > 0 {
 			continue
@@ -239,6 +259,7 @@ func (c *Controller) evict(ctx context.Context, e Eviction) {
 		c.mu.Lock()
 		c.core.Failed(e.Pod.UID, c.cfg.Clock.Now().Add(time.Second))
 		c.mu.Unlock()
+		c.poke() // the run loop re-arms its timer for the retry
 		return
 	}
 	c.deletions.Inc()

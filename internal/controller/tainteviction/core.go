@@ -271,14 +271,28 @@ func (c *Core) updateTaints(now time.Time, node *corev1.Node) []Taint {
 	return c.since(seen)
 }
 
-// since gives each taint its clock start: timeAdded, but not later than when
-// this Core first saw the taint.
+// since gives each taint its clock start: the earlier of when this Core
+// first saw the taint and the end of the second its timeAdded names.
+//
+// timeAdded reaches clients truncated to the second (JSON and protobuf both
+// carry whole seconds), so the taint really went on somewhere in
+// [timeAdded, timeAdded+1s). Counting from timeAdded itself evicted up to a
+// second before the toleration had run (issue 12); counting from the end of
+// that second never does. A taint this Core sees being added is seen after
+// it went on, so its first sight — usually a few milliseconds after the
+// write, well within that second — is a safe and closer start; after a
+// restart or failover the first sight is late and the end of the timeAdded
+// second is used, so the new leader keeps the old deadline (SPEC P3-3) to
+// within a second, never earlier. A timeAdded after the first sight (clock
+// skew) counts from the first sight.
 func (c *Core) since(seen []seenTaint) []Taint {
 	out := make([]Taint, len(seen))
 	for i, s := range seen {
 		start := s.firstSeen
-		if s.taint.TimeAdded != nil && s.taint.TimeAdded.Time.Before(start) {
-			start = s.taint.TimeAdded.Time
+		if s.taint.TimeAdded != nil {
+			if end := s.taint.TimeAdded.Time.Truncate(time.Second).Add(time.Second); end.Before(start) {
+				start = end
+			}
 		}
 		out[i] = Taint{Taint: s.taint, Since: start}
 	}

@@ -198,12 +198,15 @@ func TestScenarios(t *testing.T) {
 			},
 		},
 		{
-			name: "a restarted controller rebuilds the same deadline from timeAdded and deletes once",
+			// timeAdded t0 (as read, whole seconds): the taint went on within
+			// [t0, t0+1s), so a controller that did not see it being added
+			// counts from t0+1s — every time, so a restart keeps the deadline.
+			name: "a restarted controller rebuilds the same deadline from the end of the timeAdded second and deletes once",
 			steps: []step{
-				{after: 10 * time.Second, node: node("n1", unreachableAt0), pods: []*corev1.Pod{web}, wantPending: map[string]time.Duration{"default/web": 300 * time.Second}},
+				{after: 10 * time.Second, node: node("n1", unreachableAt0), pods: []*corev1.Pod{web}, wantPending: map[string]time.Duration{"default/web": 301 * time.Second}},
 				{after: 110 * time.Second, restart: true, node: node("n1", unreachableAt0), pods: []*corev1.Pod{web},
-					wantPending: map[string]time.Duration{"default/web": 300 * time.Second}},
-				{after: 179 * time.Second, wantPending: map[string]time.Duration{"default/web": 300 * time.Second}},
+					wantPending: map[string]time.Duration{"default/web": 301 * time.Second}},
+				{after: 180 * time.Second, wantPending: map[string]time.Duration{"default/web": 301 * time.Second}},
 				{after: time.Second, wantEvicted: []string{"default/web"}},
 				// The deletion is graceful; the dead node's pod stays Terminating.
 				{after: time.Second, pod: terminating(web, t0.Add(300*time.Second)), wantPending: none},
@@ -440,5 +443,53 @@ func TestManyPendingEvictions(t *testing.T) {
 	}
 	if len(seen) != n-cancelled {
 		t.Errorf("got %d evictions, want %d", len(seen), n-cancelled)
+	}
+}
+
+// TestEvictionNeverComesBeforeTheTolerationAsClientsReadIt: timeAdded is
+// read with one-second resolution, so a taint stamped 12:00:00 went on
+// somewhere in [12:00:00, 12:00:01). A pod tolerating it for 30 s must not go
+// before 30 s after the real moment, which a client can only bound by
+// timeAdded + 1 s + 30 s — unless the controller saw the taint being added,
+// which is itself after the real moment.
+func TestEvictionNeverComesBeforeTheTolerationAsClientsReadIt(t *testing.T) {
+	real := t0.Add(600 * time.Millisecond)                                          // the taint really went on
+	stamped := added(unreachable, real)                                             // written with nanoseconds...
+	stamped.TimeAdded = &metav1.Time{Time: stamped.TimeAdded.Truncate(time.Second)} // ...read as 12:00:00
+	p := pod("p", "n1", tolerate(corev1.TaintNodeUnreachable, secs(30)))
+	tests := []struct {
+		name      string
+		firstSeen time.Time // when this controller first observes the taint
+		deadline  time.Time
+	}{
+		{"a taint seen as it is added counts from the controller's own sighting",
+			real.Add(40 * time.Millisecond), real.Add(40*time.Millisecond + 30*time.Second)},
+		{"a taint found after a restart counts from the end of its timeAdded second",
+			t0.Add(12 * time.Second), t0.Add(31 * time.Second)},
+		{"a taint seen late in its second still counts from the sighting, the earlier safe start",
+			t0.Add(999 * time.Millisecond), t0.Add(999*time.Millisecond + 30*time.Second)},
+		{"a timeAdded ahead of the controller's clock (skew) counts from the sighting",
+			t0.Add(-5 * time.Second), t0.Add(25 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(tt.firstSeen)
+			c := tainteviction.New()
+			c.ObserveNode(clk.Now(), node("n1", stamped), []*corev1.Pod{p})
+			if at := pendingAt(c)["default/p"]; !at.Equal(tt.deadline) {
+				t.Fatalf("pending eviction at %v, want %v", at.Format(time.StampMilli), tt.deadline.Format(time.StampMilli))
+			}
+			if tt.deadline.Before(tt.firstSeen.Add(30*time.Second)) && tt.deadline.Before(stamped.TimeAdded.Add(31*time.Second)) {
+				t.Fatalf("deadline %v is before both safe bounds", tt.deadline)
+			}
+			clk.SetTime(tt.deadline.Add(-time.Millisecond))
+			if got := c.Due(clk.Now()); len(got) != 0 {
+				t.Fatalf("evicted %v at deadline-1ms", evicted(got))
+			}
+			clk.SetTime(tt.deadline)
+			if got := evicted(c.Due(clk.Now())); len(got) != 1 {
+				t.Fatalf("evicted %v at the deadline, want default/p", got)
+			}
+		})
 	}
 }

@@ -18,15 +18,21 @@
 // (SPEC P3-3). Upstream starts a pod's toleration clock when its own process
 // first handles the taint, so a restarted controller or a new leader starts
 // every clock again and pending evictions are postponed by as much as the
-// failover took. Here a pod's clock starts at the later of the taint's
-// timeAdded (the node lifecycle controller sets it on every NoExecute taint)
+// failover took. Here a pod's clock starts at the later of the taint's start
 // and the moment the pod was bound to the node (its PodScheduled condition,
-// else its creation). A new Core instance given the same taints and pods
-// computes the same deadlines, so no eviction is lost; pods that an earlier
-// leader already deleted are terminating and are skipped, so none is doubled.
-// A taint without timeAdded (an operator's kubectl taint) counts from the
-// moment this Core first saw it, as upstream does; a timeAdded later than
-// that moment (clock skew) counts from that moment instead.
+// else its creation). The taint's start is the earlier of when this Core
+// first saw it and the end of the second its timeAdded names (the node
+// lifecycle controller sets timeAdded on every NoExecute taint; clients read
+// it with one-second resolution, so the taint went on within that second).
+// Both are at or after the real moment, so no pod goes before its
+// tolerationSeconds have run, as a client can check them; a Core that sees
+// the taint being added counts from its sighting, as upstream does, and a new
+// Core instance given the same taints and pods later computes the same
+// deadlines from timeAdded + 1 s, so no eviction is lost or brought forward;
+// pods that an earlier leader already deleted are terminating and are
+// skipped, so none is doubled. A taint without timeAdded (an operator's
+// kubectl taint) counts from the moment this Core first saw it, as upstream
+// does; so does a timeAdded later than that moment (clock skew).
 //
 // Kept upstream quirk (SPEC §12): once an eviction is pending, a later
 // computation with a different finite delay does not move it, earlier or
