@@ -72,10 +72,12 @@ func TestPodLogReachesOnlyTheNodesOwnAgent(t *testing.T) {
 	})
 	logs := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("log of " + r.URL.Path)) }
 	agents := map[string]*fakeAgent{
-		"honest":     agentWithCert(t, servingPair(t, cluster, "honest"), logs),
-		"impostor":   agentWithCert(t, servingPair(t, cluster, "honest"), logs),
-		"foreign":    agentWithCert(t, servingPair(t, otherCA, "foreign"), logs),
-		"redirector": agentWithCert(t, servingPair(t, cluster, "redirector"), func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, canary.srv.URL+"/api/v1/nodes", http.StatusFound) }),
+		"honest":   agentWithCert(t, servingPair(t, cluster, "honest"), logs),
+		"impostor": agentWithCert(t, servingPair(t, cluster, "honest"), logs),
+		"foreign":  agentWithCert(t, servingPair(t, otherCA, "foreign"), logs),
+		"redirector": agentWithCert(t, servingPair(t, cluster, "redirector"), func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, canary.srv.URL+"/api/v1/nodes", http.StatusFound)
+		}),
 	}
 	// Like the server's own client, minus the client certificate; this one
 	// would follow redirects, so pods/log must refuse them itself.

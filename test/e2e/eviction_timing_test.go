@@ -1,17 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,38 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
-
-// startSim runs `nodeplane sim` against s and returns its control URL once
-// every node registered.
-func startSim(t *testing.T, s *serverProc, args ...string) string {
-	t.Helper()
-	all := append([]string{"sim", "--server", s.restConfig().Host, "--token-file", filepath.Join(s.dataDir, "node-token"),
-		"--control", "127.0.0.1:0", "--report-interval", "0", "--stdin=false"}, args...)
-	sim := exec.Command(binary, all...)
-	out, err := sim.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() })
-	control := ""
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "control endpoint: "); ok {
-			control = strings.TrimSuffix(u, "/status")
-		}
-		if strings.Contains(lines.Text(), "nodes registered") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if control == "" {
-		t.Fatal("sim printed no control endpoint")
-	}
-	return control
-}
 
 // TestTaintEvictionOnTimeAcrossARestartUnderLoad: a pod tolerating
 // `unreachable` for 30 s sits on a silent node, beside 300 pods on three
@@ -67,7 +29,7 @@ func TestTaintEvictionOnTimeAcrossARestartUnderLoad(t *testing.T) {
 	cs := s.client()
 	control := startSim(t, s, "--nodes", "24", "--zones", "a,b,c", "--node-lease-duration", "4s",
 		"--node-status-update-frequency", "1s")
-	const victimNode = "sim-00"             // zone a
+	const victimNode = "sim-00"                         // zone a
 	bulkNodes := []string{"sim-01", "sim-02", "sim-04"} // zones b and c
 	var churnNodes []string                             // the rest of zones b and c
 	for i := 5; i < 24; i++ {
@@ -249,12 +211,4 @@ func churnPods(ctx context.Context, cs kubernetes.Interface, nodes []string) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -10,12 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -65,7 +63,7 @@ func TestSecurityFairnessSlowBodyFlood(t *testing.T) {
 		t.Fatalf("join as attacker: %v", err)
 	}
 
-	control := startSim(t, s, nodes)
+	control := startSim(t, s, "--nodes", fmt.Sprint(nodes), "--watch-pods=false")
 	leader := leaseHolder(t, cs)
 	if leader == "" {
 		t.Fatal("no controller leader before the attack")
@@ -286,40 +284,6 @@ func (a *slowBodyAttack) result() attackResult {
 	return a.res
 }
 
-// startSim runs `nodeplane sim` with n nodes (default kubelet timings:
-// lease 40 s, renewed every 10 s) and returns its control URL once every
-// node is registered.
-func startSim(t *testing.T, s *serverProc, n int) string {
-	t.Helper()
-	cmd := exec.Command(binary, "sim", "--server", s.restConfig().Host, "--token-file", filepath.Join(s.dataDir, "node-token"),
-		"--nodes", fmt.Sprint(n), "--control", "127.0.0.1:0", "--watch-pods=false", "--report-interval", "0", "--stdin=false")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	control := ""
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "control endpoint: "); ok {
-			control = strings.TrimSuffix(u, "/status")
-		}
-		if strings.Contains(lines.Text(), "nodes registered") {
-			break
-		}
-	}
-	if control == "" || lines.Err() != nil {
-		t.Fatalf("sim did not register its nodes; stderr:\n%s", tail(stderr.String(), 40))
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return control
-}
-
 type simStatusView struct {
 	Renewals          int64   `json:"renewals"`
 	RenewalsPerSecond float64 `json:"renewalsPerSecond"`
@@ -377,12 +341,4 @@ func metricValue(text, series string) float64 {
 		}
 	}
 	return -1
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

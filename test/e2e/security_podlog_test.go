@@ -75,7 +75,7 @@ func TestSecurityPodLog(t *testing.T) {
 	evilNode := nodeClient(t, s, evil)
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "bait"},
-		Spec: corev1.PodSpec{NodeName: "evil", Containers: []corev1.Container{{Name: "main", Image: "sh"}}},
+		Spec:       corev1.PodSpec{NodeName: "evil", Containers: []corev1.Container{{Name: "main", Image: "sh"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
