@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -341,4 +342,37 @@ func metricValue(text, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// TestSecurityJoinSlowBody: the join endpoints need no credentials, so
+// anyone can reach them; a request whose body never arrives must be cut off
+// at --request-timeout instead of holding its connection for ever.
+func TestSecurityJoinSlowBody(t *testing.T) {
+	s := startServer(t, serverOptions{apiOnly: true, args: []string{"--request-timeout", "3s"}})
+	u, err := url.Parse(s.restConfig().Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Anonymous, as a joining agent is before it trusts the CA.
+	c, err := tls.Dial("tcp", u.Host, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec // an attacker does not verify
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := fmt.Fprintf(c, "POST /nodeplane/join/v1/certificate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", u.Host); err != nil {
+		t.Fatal(err)
+	}
+	// Without a deadline the server waits for the body for ever: give up
+	// well past the 3 s deadline and fail.
+	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, err = io.Copy(io.Discard, c) // ends when the server closes the connection
+	took := time.Since(start)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the server still held the stalled join request after %v (deadline 3s)", took.Round(time.Millisecond))
+	}
+	if took < 3*time.Second {
+		t.Fatalf("the connection ended after %v, before the 3s deadline: %v", took, err)
+	}
+	t.Logf("stalled join request cut off after %v", took.Round(time.Millisecond))
 }

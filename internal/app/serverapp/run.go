@@ -235,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	})
 	// Joining happens before a node has credentials: the join server
 	// checks the join secret (or, to renew, the node's certificate) itself.
-	mux.Handle(join.PathPrefix, joinServer)
+	mux.Handle(join.PathPrefix, withDeadline(joinServer, o.RequestTimeout))
 	protected := http.NewServeMux()
 	var nlc atomic.Pointer[nodelifecycle.Controller] // set once the listener's port is known
 	protected.Handle(zonesapp.Path, zonesHandler(&nlc))
@@ -587,4 +587,21 @@ func kubeletClient(cluster *pki.Cluster) (func(node string) *http.Client, error)
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}, nil
+}
+
+// withDeadline bounds the time a request outside the API's flow control
+// (joining, which needs no credentials) may take to arrive and be answered:
+// a client that never finishes sending its body holds its connection only
+// until timeout, then the read fails and the connection is closed.
+func withDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	if timeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		deadline := time.Now().Add(timeout)
+		_ = rc.SetReadDeadline(deadline)
+		_ = rc.SetWriteDeadline(deadline.Add(5 * time.Second))
+		next.ServeHTTP(w, r)
+	})
 }
