@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/nodeplane/nodeplane/internal/privdir"
 )
 
 // Modes of the files and directory EnsureCluster manages.
@@ -14,27 +16,6 @@ const (
 	keyMode  fs.FileMode = 0o600
 	certMode fs.FileMode = 0o644
 )
-
-// ensurePrivateDir creates dir with mode 0700, or tightens an existing one
-// by dropping any group and other permission bits.
-func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return fmt.Errorf("create directory %s: %w", dir, err)
-	}
-	info, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("stat directory %s: %w", dir, err)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, info.Mode().Perm()&^0o077); err != nil {
-			return fmt.Errorf("restrict permissions of %s: %w", dir, err)
-		}
-	}
-	return nil
-}
 
 // writeFileAtomic replaces path with data so that a reader (or a restart
 // after a crash) sees either the old content or the new, never a mix: the
@@ -149,5 +130,6 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 // EnsurePrivateDir creates dir (and its parents) with mode 0700, or drops
 // group and other permission bits from an existing one.
 func EnsurePrivateDir(dir string) error {
-	return ensurePrivateDir(dir)
+	_, err := privdir.Ensure(dir)
+	return err
 }

@@ -101,7 +101,7 @@ func EnsureCluster(cfg Config) (*Cluster, error) {
 	if _, err := servingSANs(cfg.Hosts); err != nil {
 		return nil, err
 	}
-	if err := ensurePrivateDir(cfg.Dir); err != nil {
+	if err := EnsurePrivateDir(cfg.Dir); err != nil {
 		return nil, err
 	}
 	ca, caReason, err := loadOrCreateCA(cfg.Dir, clk.Now())

@@ -31,6 +31,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/join/joinstate"
 	"github.com/nodeplane/nodeplane/internal/pki"
+	"github.com/nodeplane/nodeplane/internal/privdir"
 	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
 	"github.com/nodeplane/nodeplane/internal/version"
@@ -67,8 +68,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	start := cfg.Clock.Now()
-	if err := privateDataDir(o.DataDir, log); err != nil {
+	loosened, err := privdir.Ensure(o.DataDir)
+	if err != nil {
 		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
+	}
+	if loosened != 0 {
+		// It holds the CA key, the admin credentials, the join secret and
+		// the etcd data: a looser mode left by an installer or an older
+		// version must not stay.
+		log.Warn("tightened the data dir to 0700", "dir", o.DataDir, "was", fmt.Sprintf("%#o", loosened))
 	}
 
 	cluster, err := pki.EnsureCluster(pki.Config{Dir: filepath.Join(o.DataDir, pkiDir), Hosts: o.TLSSANs, Clock: cfg.Clock})
@@ -481,30 +489,6 @@ func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfi
 		out.overrides[leasesResource] = soft.m.StoreConfig()
 	}
 	return out, closeAll, nil
-}
-
-// privateDataDir creates the data dir with mode 0700, or tightens an
-// existing one to 0700 and says so: it holds the CA key, the admin
-// credentials, the join secret and the etcd data, and a looser mode left by
-// an installer or an older version must not stay.
-func privateDataDir(dir string, log *slog.Logger) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("tighten from %#o to 0700: %w", perm, err)
-		}
-		log.Warn("tightened the data dir to 0700", "dir", dir, "was", fmt.Sprintf("%#o", perm))
-	}
-	return nil
 }
 
 // startSoftMember starts the no-fsync member for soft state. If its data

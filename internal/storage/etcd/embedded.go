@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,8 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
 	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.uber.org/zap"
+
+	"github.com/nodeplane/nodeplane/internal/privdir"
 )
 
 // EmbeddedConfig configures an etcd member that runs inside the nodeplane
@@ -235,8 +236,12 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("embedded etcd config: %w", err)
 	}
-	if err := privateDir(cfg.Dir, cfg.Logger); err != nil {
+	loosened, err := privdir.Ensure(cfg.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("embedded etcd data dir: %w", err)
+	}
+	if loosened != 0 {
+		cfg.Logger.Warn("tightened the etcd data dir to 0700", "dir", cfg.Dir, "was", fmt.Sprintf("%#o", loosened))
 	}
 
 	// etcd reports the teardown of its own listeners as warnings and
@@ -357,28 +362,6 @@ func (c EmbeddedConfig) etcdConfig(logger *zap.Logger) (ecfg *embed.Config, peer
 // unreachablePeerHost is the peer address a member without a peer listener
 // advertises.
 const unreachablePeerHost = "127.0.0.1:0"
-
-// privateDir creates dir with mode 0700, or tightens an existing dir to
-// 0700 and says so.
-func privateDir(dir string, log *slog.Logger) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("tighten %s from %#o to 0700: %w", dir, perm, err)
-		}
-		log.Warn("tightened the etcd data dir to 0700", "dir", dir, "was", fmt.Sprintf("%#o", perm))
-	}
-	return nil
-}
 
 // resolvePort returns raw as a URL, with a free loopback port in place of
 // port 0. The port is free when picked; another process may take it before
