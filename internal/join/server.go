@@ -219,23 +219,34 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// renew issues a fresh certificate to a node that proves its identity
-// with its current certificate.
-func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
+// nodeCSR reads the CSR of a request made by a node with its client
+// certificate. When it returns !ok it has answered the request (and logged
+// a refused identity with refusal).
+func (s *Server) nodeCSR(w http.ResponseWriter, r *http.Request, refusal string) (nodeName string, csr *x509.CertificateRequest, ok bool) {
 	nodeName, st := s.nodeFromClientCert(r)
 	if st != nil {
-		s.log.Info("certificate renewal refused", "remote", r.RemoteAddr, "reason", st.Message)
+		s.log.Info(refusal, "remote", r.RemoteAddr, "reason", st.Message)
 		writeStatus(w, st)
-		return
+		return "", nil, false
 	}
 	var req renewRequest
 	if st := decodeBody(w, r, &req); st != nil {
 		writeStatus(w, st)
-		return
+		return "", nil, false
 	}
 	csr, err := parseCSR(req.CSR)
 	if err != nil {
 		writeStatus(w, badField("csr", err))
+		return "", nil, false
+	}
+	return nodeName, csr, true
+}
+
+// renew issues a fresh certificate to a node that proves its identity
+// with its current certificate.
+func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
+	nodeName, csr, ok := s.nodeCSR(w, r, "certificate renewal refused")
+	if !ok {
 		return
 	}
 	version, st := s.renewVersion(r.Context(), nodeName)

@@ -62,20 +62,8 @@ type servingState struct {
 // proves its identity with its client certificate. The SANs asked for in
 // the CSR are only a request: pki.SignNodeServingCert decides.
 func (s *Server) servingCertificate(w http.ResponseWriter, r *http.Request) {
-	nodeName, st := s.nodeFromClientCert(r)
-	if st != nil {
-		s.log.Info("serving certificate refused", "remote", r.RemoteAddr, "reason", st.Message)
-		writeStatus(w, st)
-		return
-	}
-	var req renewRequest
-	if st := decodeBody(w, r, &req); st != nil {
-		writeStatus(w, st)
-		return
-	}
-	csr, err := parseCSR(req.CSR)
-	if err != nil {
-		writeStatus(w, badField("csr", err))
+	nodeName, csr, ok := s.nodeCSR(w, r, "serving certificate refused")
+	if !ok {
 		return
 	}
 	hosts := append([]string(nil), csr.DNSNames...)
