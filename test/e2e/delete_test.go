@@ -41,8 +41,10 @@ func TestDeletePreconditionsAndPropagation(t *testing.T) {
 		}
 	}
 	bad := metav1.DeletionPropagation("Sideways")
-	if err := leases.Delete(ctx, "pre", metav1.DeleteOptions{PropagationPolicy: &bad}); !apierrors.IsBadRequest(err) {
-		t.Errorf("unknown propagationPolicy: got %v, want 400", err)
+	// kube-apiserver validates DeleteOptions and answers 422 Invalid
+	// naming DeleteOptions.meta.k8s.io.
+	if err := leases.Delete(ctx, "pre", metav1.DeleteOptions{PropagationPolicy: &bad}); !apierrors.IsInvalid(err) {
+		t.Errorf("unknown propagationPolicy: got %v, want 422 Invalid", err)
 	}
 	if _, err := leases.Get(ctx, "pre", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the object is gone after a refused delete: %v", err)
