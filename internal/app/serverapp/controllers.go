@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
-	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
@@ -165,7 +164,7 @@ func identity() string {
 // (`nodeplane zones`).
 func zonesHandler(controller *atomic.Pointer[nodelifecycle.Controller]) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		var resp zonesapp.Response
+		var resp nodelifecycle.ViewResponse
 		if nlc := controller.Load(); nlc != nil {
 			resp.View, resp.Leading = nlc.View()
 		}

@@ -26,7 +26,6 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
-	"github.com/nodeplane/nodeplane/internal/app/zonesapp"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/join/joinstate"
@@ -246,7 +245,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	mux.Handle(join.PathPrefix, withDeadline(joinServer, o.RequestTimeout))
 	protected := http.NewServeMux()
 	var nlc atomic.Pointer[nodelifecycle.Controller] // set once the listener's port is known
-	protected.Handle(zonesapp.Path, zonesHandler(&nlc))
+	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&nlc))
 	protected.Handle(joinstate.Path, joinTokens)
 	protected.Handle(joinstate.Path+"/", joinTokens)
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))

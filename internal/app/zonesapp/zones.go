@@ -20,16 +20,10 @@ import (
 )
 
 // Path is where the server serves the view.
-const Path = "/debug/nodeplane/zones"
+const Path = nodelifecycle.ViewPath
 
 // Response is the endpoint's body.
-type Response struct {
-	// Leading is false on a server that is not running the controllers;
-	// Leader then names the one that is (when known).
-	Leading bool               `json:"leading"`
-	Leader  string             `json:"leader,omitempty"`
-	View    nodelifecycle.View `json:"view"`
-}
+type Response = nodelifecycle.ViewResponse
 
 // Command returns `nodeplane zones`.
 func Command(stdout io.Writer) *cobra.Command {

@@ -6,6 +6,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// ViewPath is where the server serves the view (ViewResponse as JSON).
+const ViewPath = "/debug/nodeplane/zones"
+
+// ViewResponse is the body served at ViewPath.
+type ViewResponse struct {
+	// Leading is false on a server that is not running the controllers;
+	// Leader then names the one that is (when known).
+	Leading bool   `json:"leading"`
+	Leader  string `json:"leader,omitempty"`
+	View    View   `json:"view"`
+}
+
 // View is the live picture behind `nodeplane zones` and
 // /debug/nodeplane/zones.
 type View struct {
