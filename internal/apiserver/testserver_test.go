@@ -78,7 +78,7 @@ func newTestServer(t *testing.T, cfg Config) (*Server, http.Handler) {
 		if attempt == 2000 {
 			t.Fatalf("server not ready: %v", s.Ready())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval: caches load from a real etcd, bounded by 2000 attempts
 	}
 	return s, withTestUser(s)
 }

@@ -142,7 +142,7 @@ func slowFakes(n int, delay time.Duration, resource string) ([]kubernetes.Interf
 			c.PrependReactor("*", "*", k8stesting.ObjectReaction(first.Tracker()))
 		}
 		c.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			time.Sleep(delay)
+			time.Sleep(delay) // simulated request latency in synctest bubble time, not a wait
 			if n, ok := counts[a.GetVerb()]; ok && a.GetResource().Resource == resource {
 				n.Add(1)
 			}

@@ -57,7 +57,7 @@ func TestSchedulerRunsEachTaskAtItsInterval(t *testing.T) {
 			})
 		}
 		go s.run(ctx, 4)
-		time.Sleep(6500 * time.Millisecond)
+		time.Sleep(6500 * time.Millisecond) // bubble time: synctest advances the fake clock at once
 		cancel()
 		synctest.Wait()
 		mu.Lock()

@@ -193,12 +193,17 @@ func TestAgents(t *testing.T) {
 		node, _ := cs.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
 
 		agents["n2"].kill9()
-		l1, _ := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "n2", metav1.GetOptions{})
-		time.Sleep(3 * time.Second) // three renew intervals of a live agent
-		l2, _ := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "n2", metav1.GetOptions{})
-		if !l1.Spec.RenewTime.Equal(l2.Spec.RenewTime) {
-			t.Errorf("lease renewed after kill -9: %v → %v", l1.Spec.RenewTime, l2.Spec.RenewTime)
+		l1, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "n2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
+		never(t, 3*time.Second, "lease renewed after kill -9 (three renew intervals of a live agent)", func() error {
+			l2, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "n2", metav1.GetOptions{})
+			if err == nil && !l1.Spec.RenewTime.Equal(l2.Spec.RenewTime) {
+				return fmt.Errorf("%v → %v", l1.Spec.RenewTime, l2.Spec.RenewTime)
+			}
+			return nil
+		})
 
 		agents["n2"].start()
 		renewTimes(t, cs, "n2", 2, 20*time.Second)
@@ -351,10 +356,12 @@ func TestAgentIdentity(t *testing.T) {
 
 	t.Run("register-node=false waits for an admin-created node", func(t *testing.T) {
 		startAgent(t, s, agentOptions{name: "manual", config: agentTestConfig, args: []string{"--register-node=false"}})
-		time.Sleep(2 * time.Second)
-		if _, err := cs.CoreV1().Nodes().Get(ctx, "manual", metav1.GetOptions{}); err == nil {
-			t.Fatal("the agent created its node despite --register-node=false")
-		}
+		never(t, 2*time.Second, "the agent creates its node despite --register-node=false", func() error {
+			if _, err := cs.CoreV1().Nodes().Get(ctx, "manual", metav1.GetOptions{}); err == nil {
+				return fmt.Errorf("node manual exists")
+			}
+			return nil
+		})
 		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "manual"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -203,7 +203,15 @@ func TestPodGC(t *testing.T) {
 		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: a defined "oldest"
+		// Distinct creation seconds give a defined "oldest": wait until the
+		// clock (the server's, on this machine) is past this pod's second.
+		created := p.CreationTimestamp.Unix()
+		eventually(t, 3*time.Second, "the clock passes the pod's creation second", func() error {
+			if now := time.Now().Unix(); now <= created {
+				return fmt.Errorf("now %d, created %d", now, created)
+			}
+			return nil
+		})
 	}
 	mkPod("orphan", "doomed", false)
 	stuck := mkPod("stuck", "", true)

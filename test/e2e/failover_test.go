@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestFailoverKeepsPendingEvictions (SPEC P3-3): two servers share one etcd
@@ -105,7 +106,15 @@ func TestFailoverKeepsPendingEvictions(t *testing.T) {
 		}
 		return fmt.Errorf("taints %v", n.Spec.Taints)
 	})
-	time.Sleep(5 * time.Second)
+	// Leader A holds the eviction for 5 s of the pod's 20 s toleration
+	// before it dies (the kill moment is the scenario); meanwhile the pod
+	// must not be marked for deletion.
+	never(t, 5*time.Second, "the pod marked for deletion within its toleration", func() error {
+		if n := markedCount(ctx, cs); n > 0 {
+			return fmt.Errorf("marked %d times", n)
+		}
+		return nil
+	})
 	a.kill9()
 	killedAt := time.Now()
 	eventually(t, 30*time.Second, "server B leading", func() error {
@@ -135,17 +144,12 @@ func TestFailoverKeepsPendingEvictions(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second) // a doubled eviction would show by now
-	evs, _ := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pending"})
-	n := 0
-	for _, e := range evs.Items {
-		if e.Reason == "TaintManagerEviction" && strings.HasPrefix(e.Message, "Marking for deletion") {
-			n += int(e.Count)
+	never(t, 3*time.Second, "the pod marked for deletion more than once", func() error {
+		if n := markedCount(ctx, cs); n != 1 {
+			return fmt.Errorf("pod marked for deletion %d times, want once", n)
 		}
-	}
-	if n != 1 {
-		t.Errorf("pod marked for deletion %d times, want once", n)
-	}
+		return nil
+	})
 	if d := marked[0].Sub(taintedAt); d < 18*time.Second || d > 24*time.Second {
 		t.Errorf("evicted %v after the taint was added, want about 20 s (the old leader's deadline)", d)
 	}
@@ -157,4 +161,20 @@ func TestFailoverKeepsPendingEvictions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// markedCount counts the "Marking for deletion" eviction events of the pod
+// "pending"; a failed list counts as none seen.
+func markedCount(ctx context.Context, cs kubernetes.Interface) int {
+	evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pending"})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range evs.Items {
+		if e.Reason == "TaintManagerEviction" && strings.HasPrefix(e.Message, "Marking for deletion") {
+			n += int(e.Count)
+		}
+	}
+	return n
 }

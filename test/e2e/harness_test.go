@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -34,6 +35,13 @@ func run(m *testing.M) int {
 	if b := os.Getenv("NODEPLANE_BIN"); b != "" {
 		binary = b
 		return m.Run()
+	}
+	flag.Parse()
+	if testing.Short() {
+		// The short tier (go test -short ./...) needs neither a built
+		// binary nor Docker: every test here starts the real binary.
+		fmt.Println("e2e: skipped under -short: these tests build and start the nodeplane binary (set NODEPLANE_BIN to run them anyway)")
+		return 0
 	}
 	dir, err := os.MkdirTemp("", "nodeplane-e2e-bin")
 	if err != nil {
@@ -254,4 +262,40 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s: not true after %v: %v", what, timeout, err)
+}
+
+// never observes for window, polling sighting every 100 ms, and fails on the
+// first call that returns an error: the error describes the thing that must
+// not happen, seen. A check that something does not happen thus watches the
+// whole window instead of sleeping and looking once.
+func never(t *testing.T, window time.Duration, what string, sighting func() error) {
+	t.Helper()
+	deadline := time.Now().Add(window)
+	for {
+		if err := sighting(); err != nil {
+			t.Fatalf("%s: happened within %v: %v", what, window, err)
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval inside the window
+	}
+}
+
+// needDocker skips t with a one-line reason when no Docker engine answers
+// (`docker info` fails), except under CI=true, where a missing engine fails
+// the test: CI runs every tier, so a CI machine without Docker goes red
+// instead of silently green.
+func needDocker(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput()
+	if err == nil {
+		return
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	reason := fmt.Sprintf("needs a Docker engine: docker info: %v: %s", err, first)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true runs every tier)", reason)
+	}
+	t.Skip(reason)
 }

@@ -161,14 +161,45 @@ func TestStorageStallMarksNoNodeUnhealthy(t *testing.T) {
 		waitPodPhase(t, cs, p.Name, corev1.PodRunning)
 	}
 
+	// The stall lasts 60 s (the scenario, not a wait for a condition); the
+	// API cannot be read meanwhile, so the server's log is watched for the
+	// controller marking a node unhealthy.
 	proxy.set(true)
 	stalledAt := time.Now()
-	time.Sleep(60 * time.Second)
+	never(t, 60*time.Second, "the controller marks a node Unknown while storage stalls", func() error {
+		if l := grepLines(s.logs(), "node stopped posting status"); l != "" {
+			return fmt.Errorf("%s", l)
+		}
+		return nil
+	})
 	proxy.set(false)
 	t.Logf("storage stalled for %v", time.Since(stalledAt).Round(time.Second))
 
-	// Let the nodes renew and the controller run many passes on a fresh view.
-	time.Sleep(15 * time.Second)
+	// The nodes renew and the controller runs many passes on a fresh view:
+	// no node may turn NotReady or tainted, and no NotReady or eviction
+	// event may appear, at any point of that window. (A failed read is no
+	// sighting; the checks after the window read again and fail on errors.)
+	never(t, 15*time.Second, "a node turns unhealthy after the stall", func() error {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil
+		}
+		for _, n := range nodes.Items {
+			if condition(&n, corev1.NodeReady).Status != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
+				return fmt.Errorf("%s: ready %s taints %v", n.Name, condition(&n, corev1.NodeReady).Status, n.Spec.Taints)
+			}
+		}
+		evs, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil
+		}
+		for _, e := range evs.Items {
+			if (e.Source.Component == "node-controller" && e.Reason == "NodeNotReady") || e.Reason == "TaintManagerEviction" {
+				return fmt.Errorf("event %s/%s on %s: %s", e.Source.Component, e.Reason, e.InvolvedObject.Name, e.Message)
+			}
+		}
+		return nil
+	})
 	if err := allReady(); err != nil {
 		t.Errorf("after the stall: %v", err)
 	}

@@ -156,16 +156,30 @@ func TestSim(t *testing.T) {
 
 	t.Run("pausing a zone stops only its leases until resumed", func(t *testing.T) {
 		post(t, control+"/pause?zone=b")
-		time.Sleep(1500 * time.Millisecond) // let renewals in flight land
-		before := renewals(t, s)
-		time.Sleep(3 * time.Second) // three renew intervals
-		after := renewals(t, s)
-		for name, rt := range after {
-			zone := nodeZone(t, s, name)
-			if zone == "b" && !rt.Equal(before[name]) {
-				t.Errorf("paused node %s renewed: %v → %v", name, before[name], rt)
+		// Renewals in flight when the pause landed have landed once every
+		// running node has renewed since.
+		paused := renewals(t, s)
+		eventually(t, 10*time.Second, "every running node renews once after the pause", func() error {
+			for name, rt := range renewals(t, s) {
+				if nodeZone(t, s, name) != "b" && !rt.After(paused[name]) {
+					return fmt.Errorf("node %s not renewed since the pause", name)
+				}
 			}
-			if zone != "b" && !rt.After(before[name]) {
+			return nil
+		})
+		before := renewals(t, s)
+		after := before
+		never(t, 3*time.Second, "a paused node renews (three renew intervals)", func() error {
+			after = renewals(t, s)
+			for name, rt := range after {
+				if nodeZone(t, s, name) == "b" && !rt.Equal(before[name]) {
+					return fmt.Errorf("paused node %s renewed: %v → %v", name, before[name], rt)
+				}
+			}
+			return nil
+		})
+		for name, rt := range after {
+			if zone := nodeZone(t, s, name); zone != "b" && !rt.After(before[name]) {
 				t.Errorf("running node %s (zone %s) did not renew in 3s", name, zone)
 			}
 		}
@@ -177,13 +191,14 @@ func TestSim(t *testing.T) {
 			t.Errorf("status lists %d paused nodes, want 10", len(st.Paused))
 		}
 		post(t, control+"/resume?zone=b")
-		time.Sleep(2500 * time.Millisecond)
-		resumed := renewals(t, s)
-		for name, rt := range resumed {
-			if nodeZone(t, s, name) == "b" && !rt.After(after[name]) {
-				t.Errorf("node %s did not renew after resume", name)
+		eventually(t, 10*time.Second, "every resumed node renews", func() error {
+			for name, rt := range renewals(t, s) {
+				if nodeZone(t, s, name) == "b" && !rt.After(after[name]) {
+					return fmt.Errorf("node %s did not renew after resume", name)
+				}
 			}
-		}
+			return nil
+		})
 	})
 }
 

@@ -157,14 +157,16 @@ func TestZoneOutages(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(5 * time.Second)
-	for _, z := range []string{"a", "b", "c"} {
-		for _, n := range zoneNodes(z) {
-			if tn := noExecute(n); tn != nil {
-				t.Errorf("node %s NoExecute-tainted while every zone is down: %v", n.Name, tn)
+	never(t, 5*time.Second, "a node NoExecute-tainted while every zone is down", func() error {
+		for _, z := range []string{"a", "b", "c"} {
+			for _, n := range zoneNodes(z) {
+				if tn := noExecute(n); tn != nil {
+					return fmt.Errorf("node %s: %v", n.Name, tn)
+				}
 			}
 		}
-	}
+		return nil
+	})
 	for _, z := range []string{"a", "b", "c"} {
 		post(t, control+"/resume?zone="+z)
 	}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -162,12 +161,17 @@ func runTerm(ctx context.Context, cfg Config) {
 	wg.Wait()
 }
 
-// Known are the upstream controller names --controllers accepts (SPEC P1-2).
+// Known are the controllers nodeplane builds, by their upstream
+// kube-controller-manager names (SPEC P1-2); --controllers accepts only
+// these. A name is added here in the same change that builds the controller
+// (internal/app/serverapp/controllers.go), so an upstream controller
+// nodeplane does not run yet (statefulset-controller, node-ipam-controller,
+// the cloud controllers, attach-detach) is refused at start-up rather than
+// silently doing nothing.
 var Known = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
-	"disruption-controller", "statefulset-controller", "node-ipam-controller", "cloud-node-lifecycle-controller", "cloud-node-controller",
-	"persistentvolume-attach-detach-controller", "scheduler",
+	"disruption-controller", "scheduler",
 }
 
 // Selection is a parsed --controllers value.
@@ -178,7 +182,8 @@ type Selection struct {
 }
 
 // ParseSelection parses --controllers: `*` (every controller on by
-// default), `name` (turn one on), `-name` (turn one off).
+// default), `name` (turn one on), `-name` (turn one off). A name that is not
+// in Known, with or without the `-`, is an error naming it.
 func ParseSelection(values []string) (Selection, error) {
 	s := Selection{enabled: map[string]bool{}, disabled: map[string]bool{}}
 	known := map[string]bool{}
@@ -188,20 +193,23 @@ func ParseSelection(values []string) (Selection, error) {
 	var unknown []string
 	for _, v := range values {
 		v = strings.TrimSpace(v)
-		switch {
-		case v == "*":
+		if v == "*" {
 			s.all = true
-		case strings.HasPrefix(v, "-") && known[v[1:]]:
-			s.disabled[v[1:]] = true
-		case known[v]:
-			s.enabled[v] = true
-		default:
-			unknown = append(unknown, v)
+			continue
+		}
+		name, off := strings.CutPrefix(v, "-")
+		if !known[name] {
+			unknown = append(unknown, fmt.Sprintf("%q is not in the list of known controllers", name))
+			continue
+		}
+		if off {
+			s.disabled[name] = true
+		} else {
+			s.enabled[name] = true
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return s, fmt.Errorf("--controllers: unknown controller(s) %s; known: *, %s (prefix - to disable)", strings.Join(unknown, ", "), strings.Join(Known, ", "))
+		return s, fmt.Errorf("--controllers: %s (known: *, %s; prefix - to disable)", strings.Join(unknown, "; "), strings.Join(Known, ", "))
 	}
 	return s, nil
 }

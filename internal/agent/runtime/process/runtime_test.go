@@ -105,7 +105,7 @@ func (h *harness) eventually(rt *Runtime, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval: real OS processes, bounded by the deadline
 	}
 }
 
@@ -129,7 +129,7 @@ func (h *harness) whileStepping(f func()) time.Duration {
 		if h.clk.HasWaiters() {
 			h.clk.Step(100 * time.Millisecond)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // poll interval: f waits on real OS processes, bounded by the deadline
 	}
 }
 
@@ -196,7 +196,7 @@ func waitForFile(t *testing.T, path string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", path)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // poll interval: a real process writes the file
 	}
 }
 
@@ -602,7 +602,7 @@ func TestLogsFollow(t *testing.T) {
 		}()
 		deadline := time.Now().Add(realWait)
 		for out.String() != "first\n" && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // poll interval: a real process writes the log
 		}
 		if werr := os.WriteFile(goFile, nil, 0o600); werr != nil {
 			t.Error(werr)
@@ -635,7 +635,7 @@ func TestLogsFollowEndsWithContext(t *testing.T) {
 		}()
 		deadline := time.Now().Add(realWait)
 		for out.String() != "up\n" && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // poll interval: a real process writes the log
 		}
 		cancel()
 		<-done

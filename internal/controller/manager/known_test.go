@@ -1,0 +1,40 @@
+package manager_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
+	"github.com/nodeplane/nodeplane/internal/controller/deployment"
+	"github.com/nodeplane/nodeplane/internal/controller/disruption"
+	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
+	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
+	"github.com/nodeplane/nodeplane/internal/controller/podgc"
+	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
+	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
+	"github.com/nodeplane/nodeplane/internal/scheduler"
+)
+
+// TestKnownIsExactlyTheBuiltControllers ties Known to the names the
+// controller packages declare: a controller added without its name in Known
+// could not be enabled, and a name in Known without a controller would be
+// accepted and do nothing. (internal/app/serverapp/controllers.go builds
+// one controller per name.)
+func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
+	built := []string{
+		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
+		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
+		daemonset.ControllerName, disruption.ControllerName, scheduler.Name,
+	}
+	for _, name := range built {
+		if !slices.Contains(manager.Known, name) {
+			t.Errorf("controller %q is built but not in manager.Known", name)
+		}
+	}
+	for _, name := range manager.Known {
+		if !slices.Contains(built, name) {
+			t.Errorf("manager.Known lists %q, which no controller package declares", name)
+		}
+	}
+}
