@@ -1,16 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,28 +25,8 @@ func TestZoneOutages(t *testing.T) {
 	args := append(append([]string{}, shortLifecycle...), "--node-eviction-rate=1", "--leader-elect=false")
 	s := startServer(t, serverOptions{args: args})
 	cs := s.client()
-	sim := exec.Command(binary, "sim", "--server", s.restConfig().Host, "--token-file", filepath.Join(s.dataDir, "node-token"),
-		"--nodes", "60", "--zones", "a,b,c", "--control", "127.0.0.1:0", "--node-lease-duration", "4s",
-		"--node-status-update-frequency", "1s", "--report-interval", "0", "--stdin=false")
-	out, err := sim.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() })
-	control := ""
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "control endpoint: "); ok {
-			control = strings.TrimSuffix(u, "/status")
-		}
-		if strings.Contains(lines.Text(), "nodes registered") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	control := startSim(t, s, "--nodes", "60", "--zones", "a,b,c", "--node-lease-duration", "4s",
+		"--node-status-update-frequency", "1s")
 	zoneNodes := func(zone string) []corev1.Node {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"topology.kubernetes.io/zone": zone}.String()})
 		if err != nil {
