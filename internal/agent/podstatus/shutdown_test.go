@@ -20,7 +20,7 @@ func TestShutdownTerminated(t *testing.T) {
 		{name: "a running pod ends Failed", in: corev1.PodStatus{Phase: corev1.PodRunning}, wantPhase: corev1.PodFailed, wantSince: now},
 		{name: "a succeeded pod stays Succeeded", in: corev1.PodStatus{Phase: corev1.PodSucceeded}, wantPhase: corev1.PodSucceeded, wantSince: now},
 		{name: "a DisruptionTarget already True keeps its transition time",
-			in: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: earlier}}},
+			in:        corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: earlier}}},
 			wantPhase: corev1.PodFailed, wantSince: earlier},
 		{name: "a DisruptionTarget False turns True now",
 			in:        corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionFalse, LastTransitionTime: earlier}}},

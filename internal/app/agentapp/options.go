@@ -63,15 +63,15 @@ const (
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
 	return Options{
-		DataDir:                   "/var/lib/nodeplane/agent",
-		Address:                   "0.0.0.0",
-		Port:                      10250,
-		RegisterNode:              true,
-		MaxPods:                   110,
-		NodeStatusUpdateFrequency: 10 * time.Second,
+		DataDir:                         "/var/lib/nodeplane/agent",
+		Address:                         "0.0.0.0",
+		Port:                            10250,
+		RegisterNode:                    true,
+		MaxPods:                         110,
+		NodeStatusUpdateFrequency:       10 * time.Second,
 		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
 		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
-		Logging:                   logging.Options{Level: "info", Format: "text"},
+		Logging:                         logging.Options{Level: "info", Format: "text"},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -66,6 +67,7 @@ func Command(stderr io.Writer) *cobra.Command {
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(shutdownCommand(cmd.OutOrStdout()))
 	return cmd
 }
 
@@ -278,11 +280,48 @@ func Run(ctx context.Context, cfg Config) error {
 				c.CloseIdleConnections()
 			}
 		},
+		StateDir: o.DataDir,
+		Metrics:  prometheus.NewRegistry(), // the agent's own; no /metrics endpoint serves it yet
 	})
 	if err != nil {
 		return err
 	}
-	return ag.Run(ctx)
+	return runAgent(ctx, ag, o, log)
+}
+
+// runAgent runs the agent until ctx ends or a graceful node shutdown is
+// done. The agent runs on a context of its own: when ctx ends because of
+// SIGTERM and SIGTERM means the node is going away (sigtermIsNodeShutdown),
+// the agent first shuts the node down gracefully — it needs the API for
+// that — and only then stops (its lease is not renewed after).
+func runAgent(ctx context.Context, ag *agent.Agent, o Options, log *slog.Logger) error {
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	onSigterm := sigtermIsNodeShutdown(o) && ag.ShutdownEnabled()
+	if onSigterm {
+		log.Info("SIGTERM will shut this node down gracefully", "pid1", os.Getpid() == 1, "shutdownOnSigterm", o.ShutdownOnSigterm)
+	}
+	go func() {
+		select {
+		case <-runCtx.Done():
+			return
+		case <-ctx.Done():
+		}
+		if onSigterm && isSIGTERM(ctx) {
+			log.Info("SIGTERM: the node is going away, shutting down gracefully")
+			if err := ag.Shutdown(runCtx); err != nil {
+				log.Warn("graceful node shutdown", "err", err)
+			}
+		}
+		stop()
+	}()
+	go func() {
+		err := serveControl(runCtx, SocketPath(o.DataDir), ag, stop, log)
+		if err != nil {
+			log.Warn("control socket not served: `nodeplane agent shutdown` cannot reach this agent", "err", err)
+		}
+	}()
+	return ag.Run(runCtx)
 }
 
 // servingHosts are the SANs the agent asks for in its serving certificate:
