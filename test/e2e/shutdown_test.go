@@ -322,3 +322,103 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 		checkShutdownStatus(t, cs, p.name)
 	}
 }
+
+// TestGracefulShutdownByHandCancelled drives a real agent on this host with
+// `nodeplane agent shutdown` over its control socket, and cancels the
+// shutdown while the first (lowest priority) group is being stopped: the
+// node returns to Ready and admits pods again, the pod already signalled
+// stays dead with the shutdown's final status, and the higher-priority pod
+// is never signalled.
+func TestGracefulShutdownByHandCancelled(t *testing.T) {
+	recorder, err := termRecorder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverOptions{})
+	cs := s.client()
+	ctx := context.Background()
+	a := startAgent(t, s, agentOptions{name: "sd-hand", config: agentTestConfig,
+		args: []string{"--shutdown-grace-period-by-pod-priority=0=6,1000=6"}})
+	eventually(t, 30*time.Second, "node Ready", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "sd-hand", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := condition(n, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	marks := t.TempDir()
+	createRecorderPods(t, cs, "sd-hand", recorder, marks, []shutdownPod{{"high", 1000}, {"low", 0}})
+
+	shut := exec.Command(binary, "agent", "shutdown", "--data-dir", a.dataDir)
+	var shutOut strings.Builder
+	shut.Stdout, shut.Stderr = &shutOut, &shutOut
+	if err := shut.Start(); err != nil {
+		t.Fatal(err)
+	}
+	shutDone := make(chan error, 1)
+	go func() { shutDone <- shut.Wait() }()
+	t.Cleanup(func() { _ = shut.Process.Kill() })
+
+	eventually(t, 10*time.Second, "the low pod signalled", func() error {
+		if _, ok := firstTerm(filepath.Join(marks, "low")); !ok {
+			return fmt.Errorf("no SIGTERM yet")
+		}
+		return nil
+	})
+	n, err := cs.CoreV1().Nodes().Get(ctx, "sd-hand", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(n, corev1.NodeReady); c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "node is shutting down") {
+		t.Fatalf("Ready = %+v while the first group is stopped, want False \"node is shutting down\"", c)
+	}
+	out, err := exec.Command(binary, "agent", "shutdown", "--cancel", "--data-dir", a.dataDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent shutdown --cancel: %v\n%s", err, out)
+	}
+	select {
+	case err := <-shutDone:
+		if err == nil || !strings.Contains(shutOut.String(), "cancelled") {
+			t.Errorf("the waiting `agent shutdown` ended with %v: %s; want it to report the cancellation", err, shutOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the waiting `agent shutdown` did not return after the cancellation")
+	}
+	eventually(t, 20*time.Second, "node Ready again", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "sd-hand", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := condition(n, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	// The signalled pod stays dead (SIGKILL at its 6 s grace) with the
+	// shutdown's final status; the high-priority one was never signalled.
+	eventually(t, 20*time.Second, "the low pod ended", func() error {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "low", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodFailed {
+			return fmt.Errorf("low is %s", p.Status.Phase)
+		}
+		return nil
+	})
+	checkShutdownStatus(t, cs, "low")
+	if at, ok := firstTerm(filepath.Join(marks, "high")); ok {
+		t.Errorf("the high-priority pod got SIGTERM at %s after the cancellation", at)
+	}
+	if p, err := cs.CoreV1().Pods("default").Get(ctx, "high", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("high pod: %v, phase %v; want it still Running", err, p.Status.Phase)
+	}
+	// The node admits pods again.
+	createRecorderPods(t, cs, "sd-hand", recorder, marks, []shutdownPod{{"after", 0}})
+	if err, gone := a.exited(0); gone {
+		t.Errorf("the agent exited (%v) after a cancelled shutdown", err)
+	}
+}
