@@ -182,8 +182,8 @@ func New(cfg Config) (*Agent, error) {
 // Shutdown runs a graceful node shutdown (SPEC GNS-4/5, P3-4): Ready=False
 // posted first, new pods refused, running pods stopped lowest priority
 // first with their final statuses posted. It returns when done, with
-// shutdown.ErrCancelled if CancelShutdown ended it, and at once when
-// graceful shutdown is configured off. The caller then stops the agent.
+// shutdown.ErrCancelled if CancelShutdown ended it, and at once with
+// shutdown.ErrDisabled when graceful shutdown is configured off. The caller then stops the agent.
 func (a *Agent) Shutdown(ctx context.Context) error { return a.shutdown.Shutdown(ctx) }
 
 // CancelShutdown ends a running shutdown (GNS-7): the node returns to

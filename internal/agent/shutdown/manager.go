@@ -58,6 +58,10 @@ type Config struct {
 // ErrCancelled is returned by Shutdown when Cancel ended it.
 var ErrCancelled = errors.New("graceful node shutdown cancelled")
 
+// ErrDisabled is returned by Shutdown when graceful shutdown is configured
+// off (an empty priority table).
+var ErrDisabled = errors.New("graceful node shutdown is turned off (shutdownGracePeriod is 0)")
+
 // Manager runs graceful node shutdowns. Its methods are safe for
 // concurrent use.
 type Manager struct {
@@ -117,10 +121,10 @@ func (m *Manager) NotReady() []string {
 // Shutdown runs a graceful node shutdown and returns when it is done:
 // every pod stopped (or its budget spent) with its final status posted. A
 // call while one runs waits for that one. It returns ErrCancelled when
-// Cancel ended it, and nil at once when disabled.
+// Cancel ended it, and ErrDisabled at once when disabled.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	if !m.Enabled() {
-		return nil
+		return ErrDisabled
 	}
 	m.mu.Lock()
 	if m.running != nil {

@@ -147,7 +147,7 @@ func TestManagerDisabledDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Shutdown(context.Background()); err != nil || m.ShuttingDown() {
+	if err := m.Shutdown(context.Background()); !errors.Is(err, ErrDisabled) || m.ShuttingDown() {
 		t.Errorf("disabled Shutdown = %v, shutting down %v", err, m.ShuttingDown())
 	}
 }

@@ -92,6 +92,8 @@ func serveControl(ctx context.Context, path string, c controller, done func(), l
 		switch {
 		case errors.Is(err, shutdown.ErrCancelled):
 			http.Error(w, "shutdown cancelled", http.StatusConflict)
+		case errors.Is(err, shutdown.ErrDisabled):
+			http.Error(w, err.Error(), http.StatusConflict)
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		default:
