@@ -20,7 +20,7 @@ type fakeController struct {
 }
 
 func (f *fakeController) Shutdown(context.Context) error { f.shutdowns.Add(1); return f.result }
-func (f *fakeController) CancelShutdown() bool          { f.cancels.Add(1); return true }
+func (f *fakeController) CancelShutdown() bool           { f.cancels.Add(1); return true }
 
 func startControl(t *testing.T, dataDir string, c controller) (done chan struct{}) {
 	t.Helper()
