@@ -422,3 +422,61 @@ func TestGracefulShutdownByHandCancelled(t *testing.T) {
 		t.Errorf("the agent exited (%v) after a cancelled shutdown", err)
 	}
 }
+
+// TestShutdownOnSigtermFlag: an agent on a host started with
+// --shutdown-on-sigterm treats SIGTERM as the node going away (real signal
+// to the real process): the pod is stopped within its 2 s budget with its
+// final status posted before the agent exits, and the Lease is not renewed
+// after. Without the flag the same SIGTERM leaves the pod running (an
+// agent restart).
+func TestShutdownOnSigtermFlag(t *testing.T) {
+	recorder, err := termRecorder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverOptions{})
+	cs := s.client()
+	ctx := context.Background()
+	marks := t.TempDir()
+	for _, tc := range []struct {
+		node string
+		args []string
+		down bool
+	}{
+		{node: "sd-restart", args: []string{"--shutdown-grace-period=4s", "--shutdown-grace-period-critical-pods=2s"}},
+		{node: "sd-sigterm", args: []string{"--shutdown-on-sigterm", "--shutdown-grace-period=4s", "--shutdown-grace-period-critical-pods=2s"}, down: true},
+	} {
+		a := startAgent(t, s, agentOptions{name: tc.node, config: agentTestConfig, args: tc.args})
+		createRecorderPods(t, cs, tc.node, recorder, marks, []shutdownPod{{tc.node + "-pod", 0}})
+		start := time.Now()
+		a.stop() // SIGTERM, then wait for the exit
+		took := time.Since(start)
+		p, err := cs.CoreV1().Pods("default").Get(ctx, tc.node+"-pod", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.down {
+			if _, signalled := firstTerm(filepath.Join(marks, tc.node+"-pod")); signalled || p.Status.Phase != corev1.PodRunning {
+				t.Errorf("%s: SIGTERM without --shutdown-on-sigterm signalled the pod (%v) or ended it (%s)", tc.node, signalled, p.Status.Phase)
+			}
+			continue
+		}
+		if took < 2*time.Second || took > 15*time.Second {
+			t.Errorf("%s: the agent took %v to exit, want about the 2 s budget", tc.node, took)
+		}
+		checkShutdownStatus(t, cs, tc.node+"-pod")
+		l1, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, tc.node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The lease renews every second (4 s duration); watch 3 s for a renewal.
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			l2, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, tc.node, metav1.GetOptions{})
+			if err == nil && !l2.Spec.RenewTime.Equal(l1.Spec.RenewTime) {
+				t.Fatalf("%s: lease renewed after the shutdown ended", tc.node)
+			}
+			time.Sleep(200 * time.Millisecond) // observation window for a renewal that must not happen
+		}
+	}
+}
