@@ -341,14 +341,20 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 // final is compute, with the graceful shutdown's final status for a pod
 // the shutdown stopped.
 func (m *Manager) final(pod *corev1.Pod, rs runtime.PodStatus) corev1.PodStatus {
-	st := m.compute(pod, rs)
 	m.mu.Lock()
 	byShutdown := m.shutdown[pod.UID]
 	m.mu.Unlock()
-	if byShutdown && stopped(rs) {
-		st = podstatus.ShutdownTerminated(st, metav1.NewTime(m.now()))
+	if !byShutdown || !stopped(rs) {
+		return m.compute(pod, rs)
 	}
-	return st
+	// Compute from the final phase, so the conditions agree with it
+	// whatever the processes' exit codes were.
+	was := pod.Status.Phase
+	p := pod.DeepCopy()
+	if p.Status.Phase != corev1.PodSucceeded {
+		p.Status.Phase = corev1.PodFailed
+	}
+	return podstatus.ShutdownTerminated(was, m.compute(p, rs), metav1.NewTime(m.now()))
 }
 
 // Running returns the pods the node runs for the API: admitted, in the

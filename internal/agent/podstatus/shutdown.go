@@ -29,15 +29,17 @@ func RejectedForShutdown(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
 	return s
 }
 
-// ShutdownTerminated turns the computed status of a pod stopped by a
+// ShutdownTerminated turns the computed status s of a pod stopped by a
 // graceful node shutdown into its final one (GNS-5): phase Failed unless
-// it already Succeeded, reason Terminated with the kubelet's message, and
-// the DisruptionTarget=True condition (reason TerminationByKubelet). Its
-// transition time is kept when the condition was already True.
-func ShutdownTerminated(s corev1.PodStatus, now metav1.Time) corev1.PodStatus {
+// the pod had already Succeeded before (was, its phase in the API), reason
+// Terminated with the kubelet's message, and the DisruptionTarget=True
+// condition (reason TerminationByKubelet). Its transition time is kept
+// when the condition was already True.
+func ShutdownTerminated(was corev1.PodPhase, s corev1.PodStatus, now metav1.Time) corev1.PodStatus {
 	s = *s.DeepCopy()
-	if s.Phase != corev1.PodSucceeded {
-		s.Phase = corev1.PodFailed
+	s.Phase = corev1.PodFailed
+	if was == corev1.PodSucceeded {
+		s.Phase = corev1.PodSucceeded
 	}
 	s.Reason, s.Message = ReasonTerminated, MessageShutdownTerminated
 	cond := corev1.PodCondition{
@@ -50,7 +52,8 @@ func ShutdownTerminated(s corev1.PodStatus, now metav1.Time) corev1.PodStatus {
 		}
 		*c = cond
 	} else {
-		s.Conditions = append(s.Conditions, cond)
+		// First, where Compute keeps the conditions it does not own.
+		s.Conditions = append([]corev1.PodCondition{cond}, s.Conditions...)
 	}
 	return s
 }

@@ -13,12 +13,14 @@ func TestShutdownTerminated(t *testing.T) {
 	earlier := metav1.NewTime(now.Add(-5 * time.Second))
 	for _, tc := range []struct {
 		name      string
+		was       corev1.PodPhase
 		in        corev1.PodStatus
 		wantPhase corev1.PodPhase
 		wantSince metav1.Time
 	}{
-		{name: "a running pod ends Failed", in: corev1.PodStatus{Phase: corev1.PodRunning}, wantPhase: corev1.PodFailed, wantSince: now},
-		{name: "a succeeded pod stays Succeeded", in: corev1.PodStatus{Phase: corev1.PodSucceeded}, wantPhase: corev1.PodSucceeded, wantSince: now},
+		{name: "a running pod ends Failed", was: corev1.PodRunning, in: corev1.PodStatus{Phase: corev1.PodRunning}, wantPhase: corev1.PodFailed, wantSince: now},
+		{name: "a running pod whose processes exited 0 on SIGTERM ends Failed", was: corev1.PodRunning, in: corev1.PodStatus{Phase: corev1.PodSucceeded}, wantPhase: corev1.PodFailed, wantSince: now},
+		{name: "a pod that had succeeded before stays Succeeded", was: corev1.PodSucceeded, in: corev1.PodStatus{Phase: corev1.PodSucceeded}, wantPhase: corev1.PodSucceeded, wantSince: now},
 		{name: "a DisruptionTarget already True keeps its transition time",
 			in:        corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: earlier}}},
 			wantPhase: corev1.PodFailed, wantSince: earlier},
@@ -27,7 +29,7 @@ func TestShutdownTerminated(t *testing.T) {
 			wantPhase: corev1.PodFailed, wantSince: now},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ShutdownTerminated(tc.in, now)
+			got := ShutdownTerminated(tc.was, tc.in, now)
 			if got.Phase != tc.wantPhase || got.Reason != "Terminated" || got.Message != "Pod was terminated in response to imminent node shutdown." {
 				t.Errorf("phase/reason/message = %s/%s/%q", got.Phase, got.Reason, got.Message)
 			}
