@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -21,8 +22,8 @@ import (
 
 // termRecorderSource is a pod's process for the shutdown tests: it records
 // the wall-clock time (unix ns) of every SIGTERM in the file named by its
-// argument and keeps running, so only the agent's SIGKILL at the end of
-// the pod's grace ends it. The containerised agent's image holds nothing
+// argument (if any) and keeps running, so only the agent's SIGKILL at the
+// end of the pod's grace ends it. The containerised agent's image holds nothing
 // but static binaries, so it is built static (CGO off) by the test.
 const termRecorderSource = `package main
 
@@ -37,13 +38,18 @@ import (
 func main() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM)
-	f, err := os.OpenFile(os.Args[1], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		os.Exit(2)
+	var f *os.File
+	if len(os.Args) > 1 {
+		var err error
+		if f, err = os.OpenFile(os.Args[1], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			os.Exit(2)
+		}
 	}
 	for range ch {
-		fmt.Fprintf(f, "%d\n", time.Now().UnixNano())
-		f.Sync()
+		if f != nil {
+			fmt.Fprintf(f, "%d\n", time.Now().UnixNano())
+			f.Sync()
+		}
 	}
 }
 `
@@ -170,7 +176,8 @@ func checkShutdownStatus(t *testing.T, cs kubernetes.Interface, name string) {
 // priority first, each ended by SIGKILL at its 3 s budget, and every pod's
 // final status (Failed/Terminated, DisruptionTarget) is in the API once the
 // container is gone. A pod bound during the shutdown is rejected with
-// reason NodeShutdown.
+// reason NodeShutdown, and a Deployment's pods from the container are
+// Running on a host agent's node well within the 40 s node grace.
 func TestGracefulShutdownInContainer(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatalf("this test needs a Docker engine (the CI machine has one): %v", err)
@@ -191,7 +198,10 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dockerfile := "FROM scratch\nCOPY nodeplane /nodeplane\nCOPY termrecorder /termrecorder\nENTRYPOINT [\"/nodeplane\"]\n"
+	// The recorder also sits at its host path, so one Deployment's pods run
+	// on the containerised node and on a host agent alike.
+	dockerfile := "FROM scratch\nCOPY nodeplane /nodeplane\nCOPY termrecorder /termrecorder\nCOPY termrecorder " + recorder +
+		"\nENTRYPOINT [\"/nodeplane\"]\n"
 	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +226,7 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 	const node = "sd-docker"
 	docker(t, "run", "-d", "--name", name, "--add-host", hostName+":host-gateway", "-v", marks+":/marks", image,
 		"agent", "--server", fmt.Sprintf("https://%s:%d", hostName, s.port), "--token", strings.TrimSpace(string(token)),
-		"--node-name", node, "--data-dir", "/agent",
+		"--node-name", node, "--data-dir", "/agent", "--node-labels", "pool=sd",
 		"--shutdown-grace-period-by-pod-priority=-100=3,100=3,2000000000=3")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -238,6 +248,49 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 		}
 		return nil
 	})
+	// A Deployment whose pods all run on the containerised node (the only
+	// pool=sd node when it is created); a host agent in the pool joins after.
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: func() *int32 { n := int32(2); return &n }(),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{"pool": "sd"},
+			TerminationGracePeriodSeconds: ptrInt64(120),
+			Containers:                    []corev1.Container{{Name: "c", Image: recorder}},
+		}},
+	}}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	webRunningOn := func(want string) error {
+		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range list.Items {
+			if p.Spec.NodeName == want && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		if n != 2 {
+			return fmt.Errorf("%d web pods Running on %s, want 2", n, want)
+		}
+		return nil
+	}
+	eventually(t, 60*time.Second, "web running on the containerised node", func() error { return webRunningOn(node) })
+	other := startAgent(t, s, agentOptions{name: "sd-other", args: []string{"--node-labels", "pool=sd"}})
+	eventually(t, 30*time.Second, "the host node Ready", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, other.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := condition(n, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+
 	pods := []shutdownPod{{"crit", 2000001000}, {"mid", 500}, {"low", 0}}
 	createRecorderPods(t, cs, node, "/termrecorder", "/marks", pods)
 	notReady := watchNotReady(t, cs, node)
@@ -321,6 +374,10 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 	for _, p := range pods {
 		checkShutdownStatus(t, cs, p.name)
 	}
+	// The Deployment's replacements run on the host node well before the
+	// 40 s node grace would have let the lifecycle controller act.
+	eventually(t, 30*time.Second-time.Since(start), "web replaced on the host node", func() error { return webRunningOn(other.name) })
+	t.Logf("web replaced on %s %v after docker stop began", other.name, time.Since(start).Round(100*time.Millisecond))
 }
 
 // TestGracefulShutdownByHandCancelled drives a real agent on this host with
