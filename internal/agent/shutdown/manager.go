@@ -47,6 +47,12 @@ type Config struct {
 	// NotReadyTimeout bounds how long the shutdown waits for that post
 	// before it stops pods anyway (the machine is going away). Default 10 s.
 	NotReadyTimeout time.Duration
+	// FinalStatusTimeout is how long, past the last group's budget, the
+	// shutdown keeps trying to post final pod statuses the API has not
+	// accepted yet (it is unreachable, say) before it gives up. Default 10 s.
+	// A shutdown thus ends within NotReadyTimeout + Σ budgets +
+	// FinalStatusTimeout.
+	FinalStatusTimeout time.Duration
 	Recorder        Recorder
 	// StatePath is the state file (GNS-8); empty: none.
 	StatePath string
@@ -87,6 +93,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.NotReadyTimeout <= 0 {
 		cfg.NotReadyTimeout = 10 * time.Second
+	}
+	if cfg.FinalStatusTimeout <= 0 {
+		cfg.FinalStatusTimeout = 10 * time.Second
 	}
 	m := &Manager{cfg: cfg}
 	if cfg.StatePath != "" && cfg.Gauges != nil {
@@ -185,13 +194,35 @@ func (m *Manager) Cancel() bool {
 func (m *Manager) run(ctx context.Context, cancel <-chan struct{}) error {
 	log := m.cfg.Logger
 	start := m.cfg.Clock.Now()
+	// Bounded even when the API is gone: the machine must be let go.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	bound := m.cfg.Clock.NewTimer(m.cfg.NotReadyTimeout + Total(m.cfg.Table) + m.cfg.FinalStatusTimeout)
+	defer bound.Stop()
+	go func() {
+		select {
+		case <-bound.C():
+			log.Warn("graceful node shutdown ran out of time; giving up on what is left")
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	log.Info("graceful node shutdown started", "budget", Total(m.cfg.Table))
 	m.record(corev1.EventTypeNormal, ReasonNodeShutdown, MessageShutdownEvent)
 	m.saveState(State{StartTime: start})
 
 	// Ready=False reaches the API before any pod is signalled (P3-4).
-	nctx, ncancel := context.WithTimeout(ctx, m.cfg.NotReadyTimeout)
+	nctx, ncancel := context.WithCancel(ctx)
+	nt := m.cfg.Clock.NewTimer(m.cfg.NotReadyTimeout)
+	go func() {
+		select {
+		case <-nt.C():
+			ncancel()
+		case <-nctx.Done():
+		}
+	}()
 	err := retry(nctx, m.cfg.Clock, m.cfg.SyncNodeStatus)
+	nt.Stop()
 	ncancel()
 	if err != nil {
 		log.Warn("node not marked NotReady before stopping pods", "err", err)

@@ -151,3 +151,27 @@ func TestManagerDisabledDoesNothing(t *testing.T) {
 		t.Errorf("disabled Shutdown = %v, shutting down %v", err, m.ShuttingDown())
 	}
 }
+
+// blockedPods never manage to post a final status (the API is gone).
+type blockedPods struct{ fakePods }
+
+func (b *blockedPods) StopForShutdown(ctx context.Context, uid types.UID, grace time.Duration) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestManagerShutdownIsBoundedWhenTheAPIIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &blockedPods{*newFake()}
+		m, _ := New(Config{
+			Table:          Table(30*time.Second, 10*time.Second, nil),
+			Pods:           f,
+			SyncNodeStatus: func(context.Context) error { return errors.New("connection refused") },
+		})
+		start := time.Now()
+		err := m.Shutdown(context.Background())
+		if took := time.Since(start); took != 50*time.Second {
+			t.Errorf("Shutdown took %v (err %v), want the bound: 10 s NotReady wait + 30 s budgets + 10 s for statuses", took, err)
+		}
+	})
+}
