@@ -53,7 +53,7 @@ type Config struct {
 	// A shutdown thus ends within NotReadyTimeout + Σ budgets +
 	// FinalStatusTimeout.
 	FinalStatusTimeout time.Duration
-	Recorder        Recorder
+	Recorder           Recorder
 	// StatePath is the state file (GNS-8); empty: none.
 	StatePath string
 	Gauges    *Gauges
