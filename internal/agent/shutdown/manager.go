@@ -195,10 +195,17 @@ func (m *Manager) run(ctx context.Context, cancel <-chan struct{}) error {
 	log := m.cfg.Logger
 	start := m.cfg.Clock.Now()
 	// Bounded even when the API is gone: the machine must be let go.
+	// On cancellation the pods already signalled go on stopping (GNS-7), so
+	// this context then stays alive until the bound.
 	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	bound := m.cfg.Clock.NewTimer(m.cfg.NotReadyTimeout + Total(m.cfg.Table) + m.cfg.FinalStatusTimeout)
-	defer bound.Stop()
+	cancelled := false
+	defer func() {
+		if !cancelled {
+			bound.Stop()
+			stop()
+		}
+	}()
 	go func() {
 		select {
 		case <-bound.C():
@@ -248,6 +255,7 @@ func (m *Manager) run(ctx context.Context, cancel <-chan struct{}) error {
 				// Pods already signalled finish stopping on their own;
 				// the node is back without waiting for them.
 				log.Info("graceful node shutdown cancelled")
+				cancelled = true
 				return ErrCancelled
 			}
 			break

@@ -139,6 +139,11 @@ func TestManagerCancelMidGroup(t *testing.T) {
 		if m.ShuttingDown() {
 			t.Error("still shutting down after the cancellation")
 		}
+		// The pods signalled before the cancellation go on stopping.
+		time.Sleep(20 * time.Second)
+		if got := f.lines(); !slices.Contains(got, "20s stopped low") {
+			t.Errorf("the signalled pod's stop was abandoned at the cancellation: %q", got)
+		}
 	})
 }
 
