@@ -3,7 +3,7 @@
 // through a runtime, and serves their logs to the API server.
 //
 // This file wires the parts (register, lease, nodestatus, pods, logserver,
-// events), each of which owns one concern and talks to the API only through
+// events, shutdown), each of which owns one concern and talks to the API only through
 // a small client interface satisfied by API. The agent reaches the server
 // only through client-go; it never touches storage.
 package agent
@@ -17,11 +17,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -35,6 +37,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/pods"
 	"github.com/nodeplane/nodeplane/internal/agent/register"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime"
+	"github.com/nodeplane/nodeplane/internal/agent/shutdown"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
 
@@ -64,6 +67,10 @@ type Config struct {
 	// OnRepeatedFailure runs when heartbeats keep failing (close idle
 	// connections so a dead one is not reused).
 	OnRepeatedFailure func()
+	// StateDir holds the graceful shutdown state file (empty: none).
+	StateDir string
+	// Metrics registers the agent's gauges (nil: not registered).
+	Metrics prometheus.Registerer
 }
 
 // Agent is a running node agent.
@@ -74,6 +81,7 @@ type Agent struct {
 	updater  *nodestatus.Updater
 	renewer  *lease.Renewer
 	logs     *logserver.Server
+	shutdown *shutdown.Manager
 
 	node      atomic.Pointer[corev1.Node]
 	addresses atomic.Pointer[[]corev1.NodeAddress]
@@ -129,20 +137,61 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.manager, err = pods.New(pods.Config{
-		NodeName: cfg.NodeName,
-		Runtime:  cfg.Runtime,
-		Client:   cfg.API,
-		Node:     a.cachedNode,
-		HostIPs:  a.hostIPs,
-		Recorder: podRecorder{a},
-		Clock:    cfg.Clock,
-		Logger:   cfg.Logger,
+		NodeName:     cfg.NodeName,
+		Runtime:      cfg.Runtime,
+		Client:       cfg.API,
+		Node:         a.cachedNode,
+		HostIPs:      a.hostIPs,
+		Recorder:     podRecorder{a},
+		Clock:        cfg.Clock,
+		Logger:       cfg.Logger,
+		ShuttingDown: func() bool { return a.shutdown.ShuttingDown() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	gauges, err := shutdown.NewGauges(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	statePath := ""
+	if cfg.StateDir != "" {
+		statePath = filepath.Join(cfg.StateDir, shutdown.StateFileName)
+	}
+	s := cfg.Settings
+	var byPriority []shutdown.Group
+	for _, p := range s.ShutdownGracePeriodByPodPriority {
+		byPriority = append(byPriority, shutdown.Group{Priority: p.Priority, GracePeriod: p.GracePeriod})
+	}
+	a.shutdown, err = shutdown.New(shutdown.Config{
+		Table:          shutdown.Table(s.ShutdownGracePeriod, s.ShutdownGracePeriodCriticalPods, byPriority),
+		Pods:           a.manager,
+		SyncNodeStatus: a.updater.Sync,
+		Recorder:       nodeRecorder{a},
+		StatePath:      statePath,
+		Gauges:         gauges,
+		Clock:          cfg.Clock,
+		Logger:         cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return a, nil
 }
+
+// Shutdown runs a graceful node shutdown (SPEC GNS-4/5, P3-4): Ready=False
+// posted first, new pods refused, running pods stopped lowest priority
+// first with their final statuses posted. It returns when done, with
+// shutdown.ErrCancelled if CancelShutdown ended it, and at once with
+// shutdown.ErrDisabled when graceful shutdown is configured off. The caller then stops the agent.
+func (a *Agent) Shutdown(ctx context.Context) error { return a.shutdown.Shutdown(ctx) }
+
+// CancelShutdown ends a running shutdown (GNS-7): the node returns to
+// Ready and admits pods again; stopped pods stay stopped.
+func (a *Agent) CancelShutdown() bool { return a.shutdown.Cancel() }
+
+// ShutdownEnabled reports whether graceful node shutdown is configured on.
+func (a *Agent) ShutdownEnabled() bool { return a.shutdown.Enabled() }
 
 // Notify is the runtime's change callback (wire it into the runtime's Config).
 func (a *Agent) Notify(uid types.UID) {
@@ -317,6 +366,9 @@ func (a *Agent) observe(context.Context) (nodestatus.Observation, error) {
 		a.cfg.Logger.Debug("eviction signals incomplete", "err", err)
 	}
 	obs.MemoryPressure, obs.DiskPressure, obs.PIDPressure = config.Pressure(signals, s)
+	if a.shutdown != nil {
+		obs.NotReady = append(obs.NotReady, a.shutdown.NotReady()...)
+	}
 	return obs, nil
 }
 

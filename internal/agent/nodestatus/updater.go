@@ -57,9 +57,11 @@ type Config struct {
 	Logger            *slog.Logger
 }
 
-// Updater posts node status. Sync must not be called concurrently.
+// Updater posts node status. Concurrent Syncs run one after the other, so
+// a pass that observed the host earlier never overwrites a later one.
 type Updater struct {
-	cfg Config
+	cfg    Config
+	syncMu sync.Mutex
 
 	mu              sync.Mutex
 	last            *corev1.Node
@@ -141,6 +143,8 @@ func (u *Updater) Run(ctx context.Context) {
 // Sync runs one status pass: up to five attempts, the first from the cache,
 // later ones from a fresh GET.
 func (u *Updater) Sync(ctx context.Context) error {
+	u.syncMu.Lock()
+	defer u.syncMu.Unlock()
 	var err error
 	for attempt := range updateRetries {
 		if err = u.try(ctx, attempt); err == nil {

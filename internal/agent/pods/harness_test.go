@@ -219,6 +219,8 @@ type options struct {
 	// notify wires the runtime's change callback into the manager.
 	notify bool
 	yield  bool
+	// shuttingDown feeds Config.ShuttingDown.
+	shuttingDown func() bool
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -247,6 +249,8 @@ func newHarness(t *testing.T, o options) *harness {
 		Clock:    h.clock,
 		Workers:  o.workers,
 		Inline:   o.workers == 0,
+
+		ShuttingDown: o.shuttingDown,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,9 @@ type Config struct {
 	// whose fake runtime never blocks.
 	Workers int
 	Inline  bool
+	// ShuttingDown, when set and true, makes admission refuse every new
+	// pod with reason NodeShutdown (SPEC GNS-6).
+	ShuttingDown func() bool
 }
 
 // Manager keeps the runtime in line with the pods bound to this node.
@@ -91,11 +94,21 @@ type Manager struct {
 	synced   bool
 	rejected map[types.UID]rejection
 	stopping map[types.UID]bool // KillPod running
+	// shutdown are the pods stopped by a graceful node shutdown: once
+	// stopped their status is the shutdown's final one (GNS-5).
+	shutdown map[types.UID]bool
 }
 
 // rejection is why admission refused a pod; kept so that the Failed status
 // can be posted again if writing it failed.
 type rejection struct{ reason, message string }
+
+func (r rejection) status(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
+	if r.reason == podstatus.ReasonNodeShutdown {
+		return podstatus.RejectedForShutdown(pod, now)
+	}
+	return podstatus.Rejected(pod, r.reason, r.message, now)
+}
 
 // New returns a Manager.
 func New(cfg Config) (*Manager, error) {
@@ -119,6 +132,7 @@ func New(cfg Config) (*Manager, error) {
 		pods:     map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]rejection{},
 		stopping: map[types.UID]bool{},
+		shutdown: map[types.UID]bool{},
 	}
 	if !cfg.Inline {
 		m.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -282,7 +296,7 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 			}
 			// The first write of the rejection failed (or its result has
 			// not reached us yet): post it again, never admit.
-			return m.writeStatus(ctx, pod, podstatus.Rejected(pod, r.reason, r.message, metav1.NewTime(m.now())))
+			return m.writeStatus(ctx, pod, r.status(pod, metav1.NewTime(m.now())))
 		}
 		if terminal {
 			return nil
@@ -293,14 +307,18 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		}
 		m.admitMu.Lock()
 		ok, reason, msg := podstatus.Admit(pod, node, m.admitted(uid))
+		if m.cfg.ShuttingDown != nil && m.cfg.ShuttingDown() {
+			ok, reason, msg = false, podstatus.ReasonNodeShutdown, podstatus.MessageNodeShutdown
+		}
 		if !ok {
 			m.admitMu.Unlock()
-			m.markRejected(uid, rejection{reason, msg})
+			r := rejection{reason, msg}
+			m.markRejected(uid, r)
 			m.cfg.Logger.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", reason, "message", msg)
 			if m.cfg.Recorder != nil {
 				m.cfg.Recorder.PodEvent(pod, corev1.EventTypeWarning, reason, msg)
 			}
-			return m.writeStatus(ctx, pod, podstatus.Rejected(pod, reason, msg, metav1.NewTime(m.now())))
+			return m.writeStatus(ctx, pod, r.status(pod, metav1.NewTime(m.now())))
 		}
 		err := m.cfg.Runtime.SyncPod(ctx, pod)
 		m.admitMu.Unlock()
@@ -317,7 +335,82 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 	if !inRuntime {
 		return nil
 	}
-	return m.writeStatus(ctx, pod, m.compute(pod, rs))
+	return m.writeStatus(ctx, pod, m.final(pod, rs))
+}
+
+// final is compute, with the graceful shutdown's final status for a pod
+// the shutdown stopped.
+func (m *Manager) final(pod *corev1.Pod, rs runtime.PodStatus) corev1.PodStatus {
+	m.mu.Lock()
+	byShutdown := m.shutdown[pod.UID]
+	m.mu.Unlock()
+	if !byShutdown || !stopped(rs) {
+		return m.compute(pod, rs)
+	}
+	// Compute from the final phase, so the conditions agree with it
+	// whatever the processes' exit codes were.
+	was := pod.Status.Phase
+	p := pod.DeepCopy()
+	if p.Status.Phase != corev1.PodSucceeded {
+		p.Status.Phase = corev1.PodFailed
+	}
+	return podstatus.ShutdownTerminated(was, m.compute(p, rs), metav1.NewTime(m.now()))
+}
+
+// Running returns the pods the node runs for the API: admitted, in the
+// runtime, not being killed, not terminal, not being deleted. Oldest first.
+func (m *Manager) Running() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, rs := range m.cfg.Runtime.Pods() {
+		if rs.Killed {
+			continue
+		}
+		p := m.get(rs.UID)
+		if p == nil || IsMirror(p) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) })
+	return out
+}
+
+// StopForShutdown stops a pod for a graceful node shutdown (SPEC GNS-5):
+// SIGTERM, SIGKILL after grace, then its final status — Failed, reason
+// Terminated, DisruptionTarget=True — written until the API acknowledges
+// it (retrying conflicts as the watch brings the newer pod). It returns
+// when the status is stored, or ctx ends.
+func (m *Manager) StopForShutdown(ctx context.Context, uid types.UID, grace time.Duration) error {
+	m.mu.Lock()
+	m.shutdown[uid] = true
+	m.mu.Unlock()
+	if p := m.get(uid); p != nil && m.cfg.Recorder != nil {
+		for _, c := range p.Spec.Containers {
+			m.cfg.Recorder.PodEvent(p, corev1.EventTypeNormal, "Killing", "Stopping container "+c.Name)
+		}
+	}
+	if err := m.cfg.Runtime.KillPod(ctx, uid, grace); err != nil {
+		return fmt.Errorf("stop pod %s: %w", uid, err)
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		pod := m.get(uid)
+		rs, inRuntime := m.cfg.Runtime.PodStatus(uid)
+		if pod == nil || !inRuntime {
+			return nil // gone from the API or the runtime: nothing to report
+		}
+		err := m.writeStatus(ctx, pod, m.final(pod, rs))
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		m.cfg.Logger.Debug("final pod status not written yet", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("final status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		case <-m.cfg.Clock.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 // terminate stops a pod being deleted, posts its final status and removes
@@ -354,7 +447,7 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, rs runtime.Pod
 		return nil
 	}
 	if inRuntime {
-		if err := m.writeStatus(ctx, pod, m.compute(pod, rs)); err != nil && !apierrors.IsNotFound(err) {
+		if err := m.writeStatus(ctx, pod, m.final(pod, rs)); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
@@ -481,6 +574,7 @@ func (m *Manager) markRejected(uid types.UID, r rejection) {
 func (m *Manager) forget(uid types.UID) {
 	m.mu.Lock()
 	delete(m.rejected, uid)
+	delete(m.shutdown, uid)
 	m.mu.Unlock()
 }
 

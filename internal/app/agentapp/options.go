@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/nodeplane/nodeplane/internal/agent/config"
 	"github.com/nodeplane/nodeplane/internal/logging"
 	"github.com/nodeplane/nodeplane/internal/nodelabels"
 )
@@ -38,20 +40,38 @@ type Options struct {
 	RegisterWithTaints        []string
 	MaxPods                   int32
 	NodeStatusUpdateFrequency time.Duration
+	// Graceful node shutdown (override the KubeletConfiguration fields of
+	// the same names; nodeplane's default when neither sets them is 30 s,
+	// 10 s of it for critical pods).
+	ShutdownGracePeriod              time.Duration
+	ShutdownGracePeriodCriticalPods  time.Duration
+	ShutdownGracePeriodByPodPriority []string
+	// ShutdownOnSigterm makes SIGTERM mean "the node is going away" even
+	// when the agent is not PID 1.
+	ShutdownOnSigterm bool
 
 	Logging logging.Options
 }
 
+// nodeplane's graceful shutdown defaults, used when neither the config
+// file nor a flag sets any of the shutdown fields (upstream's are 0: off).
+const (
+	DefaultShutdownGracePeriod             = 30 * time.Second
+	DefaultShutdownGracePeriodCriticalPods = 10 * time.Second
+)
+
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
 	return Options{
-		DataDir:                   "/var/lib/nodeplane/agent",
-		Address:                   "0.0.0.0",
-		Port:                      10250,
-		RegisterNode:              true,
-		MaxPods:                   110,
-		NodeStatusUpdateFrequency: 10 * time.Second,
-		Logging:                   logging.Options{Level: "info", Format: "text"},
+		DataDir:                         "/var/lib/nodeplane/agent",
+		Address:                         "0.0.0.0",
+		Port:                            10250,
+		RegisterNode:                    true,
+		MaxPods:                         110,
+		NodeStatusUpdateFrequency:       10 * time.Second,
+		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
+		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
+		Logging:                         logging.Options{Level: "info", Format: "text"},
 	}
 }
 
@@ -71,7 +91,35 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints to register the node with, key[=value]:Effect,... — first creation only (overrides registerWithTaints)")
 	fs.Int32Var(&o.MaxPods, "max-pods", o.MaxPods, "Most pods this node runs (overrides maxPods)")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node status is recomputed (overrides nodeStatusUpdateFrequency)")
+	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", o.ShutdownGracePeriod, "Total time a graceful node shutdown may take; 0 turns graceful shutdown off (overrides shutdownGracePeriod)")
+	fs.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods, "Part of --shutdown-grace-period kept for critical pods (priority >= 2000000000) (overrides shutdownGracePeriodCriticalPods)")
+	fs.StringSliceVar(&o.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", o.ShutdownGracePeriodByPodPriority, "Shutdown budget per pod priority, priority=seconds,... (overrides shutdownGracePeriodByPodPriority; excludes the two flags above)")
+	fs.BoolVar(&o.ShutdownOnSigterm, "shutdown-on-sigterm", o.ShutdownOnSigterm, "Treat SIGTERM as the node going away (graceful node shutdown) rather than an agent restart; on by itself when the agent is PID 1 (a container's init)")
 	o.Logging.AddFlags(fs)
+}
+
+// ParsePriorityGracePeriods parses --shutdown-grace-period-by-pod-priority:
+// priority=seconds entries, priorities distinct, seconds >= 0.
+func ParsePriorityGracePeriods(values []string) ([]config.PriorityGracePeriod, error) {
+	var out []config.PriorityGracePeriod
+	seen := map[int32]bool{}
+	for _, v := range values {
+		ps, ss, ok := strings.Cut(strings.TrimSpace(v), "=")
+		p, perr := strconv.ParseInt(ps, 10, 32)
+		sec, serr := strconv.ParseInt(ss, 10, 64)
+		if !ok || perr != nil || serr != nil {
+			return nil, fmt.Errorf("--shutdown-grace-period-by-pod-priority %q: want priority=seconds", v)
+		}
+		if sec < 0 {
+			return nil, fmt.Errorf("--shutdown-grace-period-by-pod-priority %q: seconds must not be negative", v)
+		}
+		if seen[int32(p)] {
+			return nil, fmt.Errorf("--shutdown-grace-period-by-pod-priority %q: priority %d appears twice", v, p)
+		}
+		seen[int32(p)] = true
+		out = append(out, config.PriorityGracePeriod{Priority: int32(p), GracePeriod: time.Duration(sec) * time.Second})
+	}
+	return out, nil
 }
 
 // Validate checks the flags that can be checked without the host and names
@@ -109,6 +157,15 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeStatusUpdateFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("--node-status-update-frequency must be > 0, got %v", o.NodeStatusUpdateFrequency))
+	}
+	if o.ShutdownGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %v", o.ShutdownGracePeriod))
+	}
+	if o.ShutdownGracePeriodCriticalPods < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period-critical-pods must not be negative, got %v", o.ShutdownGracePeriodCriticalPods))
+	}
+	if _, err := ParsePriorityGracePeriods(o.ShutdownGracePeriodByPodPriority); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

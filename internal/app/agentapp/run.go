@@ -3,6 +3,7 @@ package agentapp
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +14,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodeplane/nodeplane/internal/agent"
 	"github.com/nodeplane/nodeplane/internal/agent/config"
@@ -64,6 +67,7 @@ func Command(stderr io.Writer) *cobra.Command {
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(shutdownCommand(cmd.OutOrStdout()))
 	return cmd
 }
 
@@ -71,6 +75,7 @@ func Command(stderr io.Writer) *cobra.Command {
 // override it.
 func Settings(o Options, changed func(string) bool) (config.Settings, error) {
 	s := config.Defaults()
+	fileSetsShutdown := false
 	if o.ConfigFile != "" {
 		file, err := config.Load(o.ConfigFile)
 		if err != nil {
@@ -79,9 +84,39 @@ func Settings(o Options, changed func(string) bool) (config.Settings, error) {
 		if s, err = config.Resolve(file); err != nil {
 			return s, fmt.Errorf("--config %s: %w", o.ConfigFile, err)
 		}
+		if fileSetsShutdown, err = setsShutdown(o.ConfigFile); err != nil {
+			return s, fmt.Errorf("--config: %w", err)
+		}
 	}
 	if changed == nil {
 		changed = func(string) bool { return false }
+	}
+	if !fileSetsShutdown {
+		// nodeplane turns graceful shutdown on by default (upstream: off).
+		s.ShutdownGracePeriod = DefaultShutdownGracePeriod
+		s.ShutdownGracePeriodCriticalPods = DefaultShutdownGracePeriodCriticalPods
+	}
+	pairFlags := changed("shutdown-grace-period") || changed("shutdown-grace-period-critical-pods")
+	if changed("shutdown-grace-period-by-pod-priority") {
+		table, err := ParsePriorityGracePeriods(o.ShutdownGracePeriodByPodPriority)
+		if err != nil {
+			return s, err
+		}
+		s.ShutdownGracePeriodByPodPriority = table
+		if !pairFlags {
+			s.ShutdownGracePeriod, s.ShutdownGracePeriodCriticalPods = 0, 0
+		}
+	} else if pairFlags {
+		s.ShutdownGracePeriodByPodPriority = nil
+	}
+	if changed("shutdown-grace-period") {
+		s.ShutdownGracePeriod = o.ShutdownGracePeriod
+		if o.ShutdownGracePeriod == 0 && !changed("shutdown-grace-period-critical-pods") {
+			s.ShutdownGracePeriodCriticalPods = 0 // --shutdown-grace-period=0 alone turns shutdown off
+		}
+	}
+	if changed("shutdown-grace-period-critical-pods") {
+		s.ShutdownGracePeriodCriticalPods = o.ShutdownGracePeriodCriticalPods
 	}
 	if changed("register-node") {
 		s.RegisterNode = o.RegisterNode
@@ -103,6 +138,30 @@ func Settings(o Options, changed func(string) bool) (config.Settings, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// setsShutdown reports whether the KubeletConfiguration file names any of
+// the graceful shutdown fields (an explicit 0 there turns shutdown off,
+// which the decoded value alone cannot tell from "unset").
+func setsShutdown(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return false, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(j, &fields); err != nil {
+		return false, err
+	}
+	for _, f := range []string{"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority"} {
+		if _, ok := fields[f]; ok {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Run joins the cluster and runs the agent until ctx ends.
@@ -221,11 +280,48 @@ func Run(ctx context.Context, cfg Config) error {
 				c.CloseIdleConnections()
 			}
 		},
+		StateDir: o.DataDir,
+		Metrics:  prometheus.NewRegistry(), // the agent's own; no /metrics endpoint serves it yet
 	})
 	if err != nil {
 		return err
 	}
-	return ag.Run(ctx)
+	return runAgent(ctx, ag, o, log)
+}
+
+// runAgent runs the agent until ctx ends or a graceful node shutdown is
+// done. The agent runs on a context of its own: when ctx ends because of
+// SIGTERM and SIGTERM means the node is going away (sigtermIsNodeShutdown),
+// the agent first shuts the node down gracefully — it needs the API for
+// that — and only then stops (its lease is not renewed after).
+func runAgent(ctx context.Context, ag *agent.Agent, o Options, log *slog.Logger) error {
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	onSigterm := sigtermIsNodeShutdown(o) && ag.ShutdownEnabled()
+	if onSigterm {
+		log.Info("SIGTERM will shut this node down gracefully", "pid1", os.Getpid() == 1, "shutdownOnSigterm", o.ShutdownOnSigterm)
+	}
+	go func() {
+		select {
+		case <-runCtx.Done():
+			return
+		case <-ctx.Done():
+		}
+		if onSigterm && isSIGTERM(ctx) {
+			log.Info("SIGTERM: the node is going away, shutting down gracefully")
+			if err := ag.Shutdown(runCtx); err != nil {
+				log.Warn("graceful node shutdown", "err", err)
+			}
+		}
+		stop()
+	}()
+	go func() {
+		err := serveControl(runCtx, SocketPath(o.DataDir), ag, stop, log)
+		if err != nil {
+			log.Warn("control socket not served: `nodeplane agent shutdown` cannot reach this agent", "err", err)
+		}
+	}()
+	return ag.Run(runCtx)
 }
 
 // servingHosts are the SANs the agent asks for in its serving certificate:
