@@ -179,9 +179,7 @@ func checkShutdownStatus(t *testing.T, cs kubernetes.Interface, name string) {
 // reason NodeShutdown, and a Deployment's pods from the container are
 // Running on a host agent's node well within the 40 s node grace.
 func TestGracefulShutdownInContainer(t *testing.T) {
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Fatalf("this test needs a Docker engine (the CI machine has one): %v", err)
-	}
+	needDocker(t)
 	recorder, err := termRecorder()
 	if err != nil {
 		t.Fatal(err)
