@@ -135,14 +135,17 @@ func IsLongRunning(method, path, rawQuery string) bool {
 	return strings.Contains(path, "/pods/") && strings.HasSuffix(path, "/log")
 }
 
-// queryIsTrue reports whether the raw query sets key to "true" or "1".
+// queryIsTrue reports whether the raw query sets key to true the way the
+// API server reads a boolean parameter (requestinfo.go): its first value is
+// neither "0" nor "false" (any case). It must agree with the handler, or a
+// watch spelled ?watch=yes would take a seat and a request deadline.
 func queryIsTrue(raw, key string) bool {
 	for raw != "" {
 		var kv string
 		kv, raw, _ = strings.Cut(raw, "&")
 		k, v, _ := strings.Cut(kv, "=")
 		if k == key {
-			return v == "true" || v == "1"
+			return v != "0" && !strings.EqualFold(v, "false")
 		}
 	}
 	return false
