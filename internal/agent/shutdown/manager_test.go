@@ -64,20 +64,32 @@ func newFake() *fakePods {
 	}
 }
 
+// newTestManager returns a manager over f with the default 30 s / 10 s
+// table that notes each node status sync (with the NotReady message) in f.
+// statePath "" keeps no state file.
+func newTestManager(t *testing.T, f *fakePods, statePath string) *Manager {
+	t.Helper()
+	var m *Manager
+	m, err := New(Config{
+		Table: Table(30*time.Second, 10*time.Second, nil),
+		Pods:  f,
+		SyncNodeStatus: func(context.Context) error {
+			f.note(fmt.Sprintf("node status notReady=%v", m.NotReady()))
+			return nil
+		},
+		StatePath: statePath,
+		Clock:     clock.RealClock{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestManagerShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		var m *Manager
-		m, _ = New(Config{
-			Table: Table(30*time.Second, 10*time.Second, nil),
-			Pods:  f,
-			SyncNodeStatus: func(context.Context) error {
-				f.note(fmt.Sprintf("node status notReady=%v", m.NotReady()))
-				return nil
-			},
-			StatePath: filepath.Join(t.TempDir(), StateFileName),
-			Clock:     clock.RealClock{},
-		})
+		m := newTestManager(t, f, filepath.Join(t.TempDir(), StateFileName))
 		if err := m.Shutdown(context.Background()); err != nil {
 			t.Fatalf("Shutdown: %v", err)
 		}
@@ -108,15 +120,7 @@ func TestManagerShutdown(t *testing.T) {
 func TestManagerCancelMidGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		var m *Manager
-		m, _ = New(Config{
-			Table: Table(30*time.Second, 10*time.Second, nil),
-			Pods:  f,
-			SyncNodeStatus: func(context.Context) error {
-				f.note(fmt.Sprintf("node status notReady=%v", m.NotReady()))
-				return nil
-			},
-		})
+		m := newTestManager(t, f, "")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer synctest.Wait() // the stops still under way end with ctx
 		defer cancel()
