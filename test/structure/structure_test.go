@@ -1,11 +1,12 @@
-// Package layers keeps nodeplane's layering mechanically: the parts that
-// are clients of the API (controllers, scheduler, agent, simulator, load
-// generator) never reach into the server's storage or handlers, the API
-// server never depends on its clients, storage depends on nothing above
-// it, and only the command tree (cmd/ and internal/app/...) imports the
-// command packages. It reads the imports of every non-test file under
-// internal/ and cmd/.
-package layers
+// Package structure keeps the shape of the code base mechanically, from the
+// package clause, doc comment and imports of every non-test file under
+// internal/ and cmd/: the layering (the API's clients — controllers,
+// scheduler, agent, simulator, load generator — never reach into the
+// server's storage or handlers, the API server never depends on its
+// clients, storage depends on nothing above it, only the command tree
+// imports command packages) and a doc comment on every package, so that a
+// newcomer reading `go doc` finds what each package is for.
+package structure
 
 import (
 	"go/parser"
@@ -58,18 +59,13 @@ var rules = []rule{
 }
 
 func TestLayers(t *testing.T) {
-	imports := packageImports(t)
-	if len(imports) < 10 {
-		wd, _ := os.Getwd()
-		t.Fatalf("found only %d packages under %s (from %s): is root right?", len(imports), root, wd)
-	}
 	var violations []string
-	for pkg, deps := range imports {
+	for pkg, p := range packages(t) {
 		for _, r := range rules {
 			if !under(pkg, r.from) || under(pkg, r.allow) {
 				continue
 			}
-			for _, dep := range deps {
+			for _, dep := range p.imports {
 				if under(dep, r.to) {
 					violations = append(violations, pkg+" imports "+dep+": "+r.why)
 				}
@@ -122,11 +118,20 @@ func under(pkg string, prefixes []string) bool {
 	return false
 }
 
-// packageImports maps each package directory (relative to the module) to
-// the module-internal packages its non-test files import.
-func packageImports(t *testing.T) map[string][]string {
+// pkg is what the checks know of one package.
+type pkg struct {
+	// hasDoc is true when one of its non-test files has a package doc comment.
+	hasDoc bool
+	// imports are the module-internal packages its non-test files import,
+	// relative to the module.
+	imports []string
+}
+
+// packages maps each package directory under internal/ and cmd/ (relative
+// to the module) to what its non-test files say.
+func packages(t *testing.T) map[string]*pkg {
 	t.Helper()
-	out := map[string][]string{}
+	out := map[string]*pkg{}
 	fset := token.NewFileSet()
 	for _, top := range []string{"internal", "cmd"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
@@ -142,7 +147,7 @@ func packageImports(t *testing.T) map[string][]string {
 			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
 			if err != nil {
 				return err
 			}
@@ -150,17 +155,20 @@ func packageImports(t *testing.T) map[string][]string {
 			if err != nil {
 				return err
 			}
-			pkg := filepath.ToSlash(rel)
-			if _, ok := out[pkg]; !ok {
-				out[pkg] = nil
+			name := filepath.ToSlash(rel)
+			p := out[name]
+			if p == nil {
+				p = &pkg{}
+				out[name] = p
 			}
+			p.hasDoc = p.hasDoc || (f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "")
 			for _, imp := range f.Imports {
-				p, err := strconv.Unquote(imp.Path.Value)
+				path, err := strconv.Unquote(imp.Path.Value)
 				if err != nil {
 					return err
 				}
-				if dep, ok := strings.CutPrefix(p, module); ok {
-					out[pkg] = append(out[pkg], dep)
+				if dep, ok := strings.CutPrefix(path, module); ok {
+					p.imports = append(p.imports, dep)
 				}
 			}
 			return nil
@@ -169,5 +177,22 @@ func packageImports(t *testing.T) map[string][]string {
 			t.Fatal(err)
 		}
 	}
+	if len(out) < 10 {
+		wd, _ := os.Getwd()
+		t.Fatalf("found only %d packages under %s/{internal,cmd} (from %s): is root right?", len(out), root, wd)
+	}
 	return out
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	var missing []string
+	for dir, p := range packages(t) {
+		if !p.hasDoc {
+			missing = append(missing, dir)
+		}
+	}
+	sort.Strings(missing)
+	for _, dir := range missing {
+		t.Errorf("package %s has no doc comment: add a // Package ... comment (a doc.go is a good home)", dir)
+	}
 }
