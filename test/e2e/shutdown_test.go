@@ -96,8 +96,12 @@ type shutdownPod struct {
 
 // createRecorderPods binds one recorder pod per entry to node, each with a
 // terminationGracePeriodSeconds of 120 (longer than any group's budget),
-// and waits for them to run.
-func createRecorderPods(t *testing.T, cs kubernetes.Interface, node, image, marks string, pods []shutdownPod) {
+// and waits for them to run and to have taken over SIGTERM: the recorder
+// creates its mark file only after signal.Notify, so a pod that is Running
+// but whose mark file is missing would still die at once of a SIGTERM.
+// marks is the directory as the pods see it, hostMarks the same directory
+// as the test sees it.
+func createRecorderPods(t *testing.T, cs kubernetes.Interface, node, image, marks, hostMarks string, pods []shutdownPod) {
 	t.Helper()
 	for _, p := range pods {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name}, Spec: corev1.PodSpec{
@@ -112,6 +116,10 @@ func createRecorderPods(t *testing.T, cs kubernetes.Interface, node, image, mark
 	}
 	for _, p := range pods {
 		waitPodPhase(t, cs, p.name, corev1.PodRunning)
+		eventually(t, 30*time.Second, p.name+" handling SIGTERM", func() error {
+			_, err := os.Stat(filepath.Join(hostMarks, p.name))
+			return err
+		})
 	}
 }
 
@@ -290,7 +298,7 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 	})
 
 	pods := []shutdownPod{{"crit", 2000001000}, {"mid", 500}, {"low", 0}}
-	createRecorderPods(t, cs, node, "/termrecorder", "/marks", pods)
+	createRecorderPods(t, cs, node, "/termrecorder", "/marks", marks, pods)
 	notReady := watchNotReady(t, cs, node)
 
 	stopped := make(chan time.Duration, 1)
@@ -405,7 +413,7 @@ func TestGracefulShutdownByHandCancelled(t *testing.T) {
 		return nil
 	})
 	marks := t.TempDir()
-	createRecorderPods(t, cs, "sd-hand", recorder, marks, []shutdownPod{{"high", 1000}, {"low", 0}})
+	createRecorderPods(t, cs, "sd-hand", recorder, marks, marks, []shutdownPod{{"high", 1000}, {"low", 0}})
 
 	shut := exec.Command(binary, "agent", "shutdown", "--data-dir", a.dataDir)
 	var shutOut strings.Builder
@@ -472,7 +480,7 @@ func TestGracefulShutdownByHandCancelled(t *testing.T) {
 		t.Errorf("high pod: %v, phase %v; want it still Running", err, p.Status.Phase)
 	}
 	// The node admits pods again.
-	createRecorderPods(t, cs, "sd-hand", recorder, marks, []shutdownPod{{"after", 0}})
+	createRecorderPods(t, cs, "sd-hand", recorder, marks, marks, []shutdownPod{{"after", 0}})
 	if err, gone := a.exited(0); gone {
 		t.Errorf("the agent exited (%v) after a cancelled shutdown", err)
 	}
@@ -502,7 +510,7 @@ func TestShutdownOnSigtermFlag(t *testing.T) {
 		{node: "sd-sigterm", args: []string{"--shutdown-on-sigterm", "--shutdown-grace-period=4s", "--shutdown-grace-period-critical-pods=2s"}, down: true},
 	} {
 		a := startAgent(t, s, agentOptions{name: tc.node, config: agentTestConfig, args: tc.args})
-		createRecorderPods(t, cs, tc.node, recorder, marks, []shutdownPod{{tc.node + "-pod", 0}})
+		createRecorderPods(t, cs, tc.node, recorder, marks, marks, []shutdownPod{{tc.node + "-pod", 0}})
 		start := time.Now()
 		a.stop() // SIGTERM, then wait for the exit
 		took := time.Since(start)
