@@ -12,6 +12,8 @@ func All() []*Resource {
 		Nodes(),
 		Pods(),
 		events,
+		ConfigMaps(),
+		Secrets(),
 		PersistentVolumes(),
 		PersistentVolumeClaims(),
 		Deployments(),
