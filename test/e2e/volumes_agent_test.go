@@ -398,3 +398,114 @@ func TestAgentPodVolumes(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentVolumesInContainer runs two agents in containers, as root: one
+// given CAP_SYS_ADMIN (--cap-add SYS_ADMIN), where two pods mount
+// different hostPath volumes at /data — a path inside the container — and
+// each reads and writes its own; one with Docker's default capabilities,
+// where a pod that mounts a volume is not started and gets a Warning
+// FailedMount event naming the missing capability.
+func TestAgentVolumesInContainer(t *testing.T) {
+	needDocker(t)
+	probe, err := volProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for src, dst := range map[string]string{binary: "nodeplane", probe: "volprobe"} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dockerfile := "FROM scratch\nCOPY nodeplane /nodeplane\nCOPY volprobe /volprobe\nENTRYPOINT [\"/nodeplane\"]\n"
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	image := fmt.Sprintf("nodeplane-e2e-volumes:%d", time.Now().UnixNano()%1e9)
+	docker(t, "build", "-q", "-t", image, dir)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+
+	const hostName = "host.docker.internal"
+	s := startServer(t, serverOptions{apiOnly: true, args: []string{"--tls-san", hostName}})
+	s.stop()
+	s.args = append(s.args, "--listen", fmt.Sprintf("0.0.0.0:%d", s.port))
+	s.start()
+	token, err := os.ReadFile(filepath.Join(s.dataDir, "node-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := t.TempDir()
+	for sub, content := range map[string]string{"a": "alpha", "b": "beta"} {
+		if err := os.MkdirAll(filepath.Join(vols, sub), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(vols, sub, "in"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(node string, extra ...string) {
+		name := fmt.Sprintf("np-e2e-vol-%s-%d", node, time.Now().UnixNano()%1e9)
+		args := append([]string{"run", "-d", "--name", name, "--add-host", hostName + ":host-gateway", "-v", vols + ":/vols"}, extra...)
+		args = append(args, image, "agent", "--server", fmt.Sprintf("https://%s:%d", hostName, s.port),
+			"--token", strings.TrimSpace(string(token)), "--node-name", node, "--data-dir", "/agent")
+		docker(t, args...)
+		t.Cleanup(func() {
+			if t.Failed() {
+				out, _ := exec.Command("docker", "logs", name).CombinedOutput()
+				t.Logf("agent container %s logs:\n%s", name, out)
+			}
+			_ = exec.Command("docker", "rm", "-f", name).Run()
+		})
+	}
+	run("vol-cap", "--cap-add", "SYS_ADMIN")
+	run("vol-nocap")
+
+	ctx := context.Background()
+	cs := s.client()
+	for _, node := range []string{"vol-cap", "vol-nocap"} {
+		eventually(t, 60*time.Second, node+" registered", func() error {
+			_, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			return err
+		})
+	}
+	hostPath := func(p string) []corev1.Volume {
+		typ := corev1.HostPathDirectory
+		return []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &typ}}}}
+	}
+	mountAt := []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	for _, p := range []*corev1.Pod{
+		probePod("in-a", "vol-cap", "/volprobe", "/data/in", "/data/out", hostPath("/vols/a"), mountAt),
+		probePod("in-b", "vol-cap", "/volprobe", "/data/in", "/data/out", hostPath("/vols/b"), mountAt),
+		probePod("no-cap", "vol-nocap", "/volprobe", "/data/in", "/data/out",
+			[]corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, mountAt),
+	} {
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitProbePhase(t, cs, "in-a", corev1.PodRunning)
+	waitProbePhase(t, cs, "in-b", corev1.PodRunning)
+	eventually(t, 10*time.Second, "each pod read and wrote its own /data", func() error {
+		if err := fileIs(filepath.Join(vols, "a", "out"), "pod=in-a in=alpha\n")(); err != nil {
+			return err
+		}
+		return fileIs(filepath.Join(vols, "b", "out"), "pod=in-b in=beta\n")()
+	})
+	eventually(t, 30*time.Second, "a FailedMount event naming CAP_SYS_ADMIN", func() error {
+		return podEvent(cs, "no-cap", "FailedMount", "lacks CAP_SYS_ADMIN")
+	})
+	never(t, 2*time.Second, "the pod without a mountable volume starting", func() error {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "no-cap", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodPending {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+}
