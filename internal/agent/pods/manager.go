@@ -562,7 +562,7 @@ func (m *Manager) volumesNotReady(ctx context.Context, pod *corev1.Pod, cause er
 			m.cfg.Recorder.PodEvent(pod, corev1.EventTypeWarning, ReasonFailedMount, msg)
 		}
 	}
-	if err := m.writeStatus(ctx, pod, m.compute(pod, runtime.PodStatus{})); err != nil {
+	if err := m.writeStatus(ctx, pod, m.computeWith(pod, runtime.PodStatus{}, false)); err != nil {
 		return err
 	}
 	return fmt.Errorf("volumes of pod %s/%s: %w", pod.Namespace, pod.Name, cause)
@@ -632,7 +632,13 @@ func stopped(rs runtime.PodStatus) bool {
 }
 
 func (m *Manager) compute(pod *corev1.Pod, rs runtime.PodStatus) corev1.PodStatus {
-	st := podstatus.Compute(pod, rs, true, metav1.NewTime(m.now()))
+	return m.computeWith(pod, rs, true)
+}
+
+// computeWith is compute for a pod the runtime may not know yet (ok=false:
+// nothing was started, as for a pod waiting for its volumes).
+func (m *Manager) computeWith(pod *corev1.Pod, rs runtime.PodStatus, ok bool) corev1.PodStatus {
+	st := podstatus.Compute(pod, rs, ok, metav1.NewTime(m.now()))
 	ips := m.cfg.HostIPs()
 	if len(ips) > 0 {
 		st.HostIP, st.PodIP = ips[0], ips[0]

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -168,4 +169,45 @@ func TestPlanMounts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdoptedPodRemountsOnRestart: a runtime that adopts a pod (agent
+// restart) keeps its volumes, so a restarted container sees its volume
+// again.
+func TestAdoptedPodRemountsOnRestart(t *testing.T) {
+	needMountPrivilege(t)
+	h := newHarness(t)
+	rt1 := h.runtime()
+	base := t.TempDir()
+	vol, target := filepath.Join(base, "vol"), filepath.Join(base, "data")
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "who"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := shell("c", `cat "$T/who"; echo; exec sleep 30`, env("T", target))
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: target}}
+	pod := testPod("adopted", corev1.RestartPolicyAlways, c)
+	if err := rt1.SyncPodWithVolumes(context.Background(), pod, map[string]runtime.Volume{"data": {HostPath: vol}}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually(rt1, "the container runs", func() bool { return containerOf(status(t, rt1, pod.UID), "c").State.Running != nil })
+	rt1.Close()
+
+	rt2 := h.runtime()
+	pid := containerOf(status(t, rt2, pod.UID), "c").PID
+	if pid == 0 {
+		t.Fatal("the adopted container is not running")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually(rt2, "the container was restarted", func() bool {
+		cs := containerOf(status(t, rt2, pod.UID), "c")
+		return cs.RestartCount == 1 && cs.State.Running != nil
+	})
+	h.eventually(rt2, "the restarted container read its volume", func() bool {
+		return strings.Contains(logs(t, rt2, pod.UID, "c", all()), "kept")
+	})
 }
