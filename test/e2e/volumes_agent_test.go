@@ -268,6 +268,43 @@ func TestAgentPodVolumes(t *testing.T) {
 		}
 		waitProbePhase(t, cs, "config", corev1.PodRunning)
 		eventually(t, 10*time.Second, "the probe read the configmap", fileIs(filepath.Join(emptyDirPath(p.UID), "out"), "pod=config in=hello from the configmap\n"))
+		// The node's identity reads what its pods reference, nothing else.
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "not-referenced"}, Data: map[string]string{"k": "v"},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		nc := nodeClient(t, s, a)
+		if _, err := nc.CoreV1().ConfigMaps("default").Get(ctx, "probe-config", metav1.GetOptions{}); err != nil {
+			t.Errorf("the node reading a configmap its pod mounts: %v", err)
+		}
+		for what, err := range map[string]error{
+			"get an unreferenced configmap": func() error {
+				_, err := nc.CoreV1().ConfigMaps("default").Get(ctx, "not-referenced", metav1.GetOptions{})
+				return err
+			}(),
+			"list configmaps": func() error {
+				_, err := nc.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+				return err
+			}(),
+			"update a configmap its pod mounts": func() error {
+				cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "probe-config", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cm.Data["greeting"] = "changed by the node"
+				_, err = nc.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{})
+				return err
+			}(),
+			"get a secret no pod references": func() error {
+				_, err := nc.CoreV1().Secrets("default").Get(ctx, "probe-config", metav1.GetOptions{})
+				return err
+			}(),
+		} {
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("the node may %s: err = %v, want Forbidden", what, err)
+			}
+		}
 	})
 
 	t.Run("a claim to a shared-dir volume is mounted only once volumesAttached lists it", func(t *testing.T) {
