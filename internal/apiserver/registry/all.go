@@ -21,5 +21,6 @@ func All() []*Resource {
 		Leases(),
 		EventsV1(events),
 		VolumeAttachments(),
+		StorageClasses(),
 	}
 }
