@@ -64,3 +64,14 @@ func TestStorageClassUpdate(t *testing.T) {
 	wffc.VolumeBindingMode = &m
 	checkErrs(t, validation.StorageClassUpdate(wffc, old), invalid("volumeBindingMode"))
 }
+
+func TestBuiltInDriverNameIsTheOnlyCSINameWithASlash(t *testing.T) {
+	pv := validPV()
+	pv.Spec.CSI.Driver = "nodeplane.io/shared-dir"
+	checkErrs(t, validation.PersistentVolume(pv))
+	pv.Spec.CSI.Driver = "example.com/other"
+	checkErrs(t, validation.PersistentVolume(pv), invalid("spec.csi.driver"))
+	va := validVolumeAttachment()
+	va.Spec.Attacher = "nodeplane.io/shared-dir"
+	checkErrs(t, validation.VolumeAttachment(va))
+}
