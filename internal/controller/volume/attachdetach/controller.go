@@ -3,7 +3,9 @@ package attachdetach
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,14 +97,63 @@ func (c *Controller) Prepare(term *manager.Term) error {
 		DeleteFunc: func(any) { c.markDirty() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{
-		core.Nodes().Informer(), core.Pods().Informer(), core.PersistentVolumeClaims().Informer(),
-		core.PersistentVolumes().Informer(), term.Informers.Storage().V1().VolumeAttachments().Informer(),
+		core.PersistentVolumeClaims().Informer(), core.PersistentVolumes().Informer(),
+		term.Informers.Storage().V1().VolumeAttachments().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(mark); err != nil {
 			return err
 		}
 	}
-	return nil
+	// Heartbeats and pods without claims do not change the decision: only
+	// what Reconcile reads from them marks the world dirty.
+	if _, err := core.Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.markDirty() },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			if !ok1 || !ok2 || nodeRelevant(o) != nodeRelevant(n) {
+				c.markDirty()
+			}
+		},
+		DeleteFunc: func(any) { c.markDirty() },
+	}); err != nil {
+		return err
+	}
+	podEvent := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); !ok || usesClaims(p) {
+			c.markDirty()
+		}
+	}
+	_, err := core.Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: podEvent, UpdateFunc: func(_, cur any) { podEvent(cur) }, DeleteFunc: podEvent,
+	})
+	return err
+}
+
+// nodeRelevant is what Reconcile reads from a node, as one comparable string.
+func nodeRelevant(n *corev1.Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%v|%v|", n.Annotations[AnnotationManaged], ready(n), hasTaintKey(n, corev1.TaintNodeOutOfService))
+	for _, v := range n.Status.VolumesInUse {
+		b.WriteString(string(v) + ",")
+	}
+	b.WriteString("|")
+	for _, v := range n.Status.VolumesAttached {
+		b.WriteString(string(v.Name) + ",")
+	}
+	return b.String()
+}
+
+func usesClaims(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) markDirty() {
