@@ -177,6 +177,9 @@ func (c *Core) Reconcile(now time.Time, w World) Plan {
 		if va.Spec.Source.PersistentVolumeName == nil {
 			continue
 		}
+		if n := nodes[va.Spec.NodeName]; n != nil && !managed(n) {
+			continue // the node attaches for itself (kubelet-managed)
+		}
 		k := key{*va.Spec.Source.PersistentVolumeName, va.Spec.NodeName}
 		actual[k] = va
 		attachedTo[k.PV] = append(attachedTo[k.PV], k.Node)
@@ -237,7 +240,7 @@ func (c *Core) Reconcile(now time.Time, w World) Plan {
 		want[k.Node] = append(want[k.Node], corev1.AttachedVolume{Name: vol.unique})
 	}
 	for _, n := range w.Nodes {
-		if !managed(n) && len(n.Status.VolumesAttached) == 0 {
+		if !managed(n) {
 			continue
 		}
 		list := want[n.Name]

@@ -160,6 +160,8 @@ func TestDetachDecision(t *testing.T) {
 			node: node("n1", mounted, notReady, outOfService(corev1.TaintEffectNoExecute)), pods: []*corev1.Pod{pod("ns", "p", "n1", "c1", terminating(true))}, va: attachment("v1", "n1", true)},
 		{name: "an attachment already being deleted is a pending operation and is skipped",
 			node: node("n1"), va: deleting(attachment("v1", "n1", true))},
+		{name: "an attachment on a node that attaches for itself is not the controller's to detach",
+			node: node("n1", unmanaged), va: attachment("v1", "n1", true)},
 		{name: "an attachment on a node that is gone counts as mounted and unhealthy: forced after the timeout",
 			va: attachment("v1", "n1", true), after: wait + time.Second, wantDetach: true, wantForce: ForceReasonTimeout},
 	}
