@@ -167,8 +167,12 @@ volumeBindingMode: Later
 			t.Fatal(err)
 		}
 	}
-	vaName := func(claim, node string) string { return shareddir.AttachmentName(handles[claim], shareddir.Driver, node) }
-	unique := func(claim string) corev1.UniqueVolumeName { return shareddir.UniqueVolumeName(shareddir.Driver, handles[claim]) }
+	vaName := func(claim, node string) string {
+		return shareddir.AttachmentName(handles[claim], shareddir.Driver, node)
+	}
+	unique := func(claim string) corev1.UniqueVolumeName {
+		return shareddir.UniqueVolumeName(shareddir.Driver, handles[claim])
+	}
 	attached := func(claim, node string) {
 		eventually(t, 20*time.Second, claim+" attached to "+node+" and listed in its volumesAttached", func() error {
 			va, err := cs.StorageV1().VolumeAttachments().Get(ctx, vaName(claim, node), metav1.GetOptions{})
