@@ -23,7 +23,9 @@ import (
 // StorageClass provisions and binds another, a claim naming a missing class
 // stays Pending with ProvisioningFailed; a pod using a claim gets a
 // VolumeAttachment that the built-in attacher marks attached and the
-// node's status.volumesAttached lists; deleting the pod detaches it. Then
+// node's status.volumesAttached lists; a pod on another node waiting for
+// the same single-attach volume gets a Multi-Attach event until deleting
+// the first pod detaches it, and then it attaches there. Then
 // both agents are killed (the test reports their volumes in use, as a dead
 // kubelet's last status would): on the node given the out-of-service taint
 // the pod is evicted, force-deleted by pod GC and the volume detached at
@@ -202,10 +204,23 @@ volumeBindingMode: Later
 
 	mkPod("user", "vol-a", "static")
 	attached("static", "vol-a")
+	// The single-attach volume is refused to a second node while attached.
+	mkPod("second", "vol-b", "static")
+	eventually(t, 20*time.Second, "Multi-Attach error on the second pod", func() error {
+		return hasEvent(ctx, cs, "second", "FailedAttachVolume", `Multi-Attach error for volume "static-1" Volume is already used by pod(s) user`)
+	})
+	if err := detached("static", "vol-b"); err != nil {
+		t.Errorf("attached to a second node: %v", err)
+	}
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "user", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the deleted pod's volume detached", func() error { return detached("static", "vol-a") })
+	attached("static", "vol-b") // and follows the pod waiting for it
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "second", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the second pod's volume detached", func() error { return detached("static", "vol-b") })
 
 	mkPod("oos", "vol-a", "dyn-a")
 	mkPod("timeout", "vol-b", "dyn-b")
