@@ -192,6 +192,9 @@ func TestAuthorize(t *testing.T) {
 		{"a node may not get another node's volume", nodeA, res("get", "", "persistentvolumes", "", "", "pv-b"), "no relationship found"},
 		{"a node gets its volume attachment", nodeA, res("get", "storage.k8s.io", "volumeattachments", "", "", "va-a"), ""},
 		{"a node may not get another node's attachment", nodeA, res("get", "storage.k8s.io", "volumeattachments", "", "", "va-b"), "no relationship found"},
+		{"a node may not mark its attachment attached (the attacher's job)", nodeA, res("update", "storage.k8s.io", "volumeattachments", "status", "", "va-a"), `cannot update resource "volumeattachments/status"`},
+		{"a node may not create a storage class", nodeA, res("create", "storage.k8s.io", "storageclasses", "", "", ""), `cannot create resource "storageclasses"`},
+		{"a plain user may not create a storage class", plainUser, res("create", "storage.k8s.io", "storageclasses", "", "", ""), `cannot create resource "storageclasses"`},
 
 		{"anyone reads discovery", plainUser, Attributes{Verb: "get", Path: "/apis/apps/v1"}, ""},
 		{"anyone reads the version", nodeA, Attributes{Verb: "get", Path: "/version"}, ""},

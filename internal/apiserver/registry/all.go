@@ -23,5 +23,6 @@ func All() []*Resource {
 		Leases(),
 		EventsV1(events),
 		VolumeAttachments(),
+		StorageClasses(),
 	}
 }
