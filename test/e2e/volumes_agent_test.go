@@ -345,12 +345,6 @@ func TestAgentPodVolumes(t *testing.T) {
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			},
 		}, metav1.CreateOptions{}); err != nil {
-			if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "spec.csi.driver") {
-				// Upstream validation wants a CSI driver name to be a DNS
-				// subdomain, which the agreed name (with a slash) is not:
-				// the driver must be renamed on both sides first.
-				t.Skipf("BLOCKED: the PersistentVolume is refused: %v", err)
-			}
 			t.Fatal(err)
 		}
 		vols := []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}

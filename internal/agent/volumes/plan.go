@@ -26,11 +26,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeplane/nodeplane/internal/volume/shareddir"
 )
 
 // DriverSharedDir is the built-in network-volume CSI driver: a volume is
 // the directory <shared volume root>/<volumeHandle>.
-const DriverSharedDir = "nodeplane.io/shared-dir"
+const DriverSharedDir = shareddir.Driver
 
 // ReasonFailedMount is the event reason of a volume that cannot be
 // prepared (upstream's).
@@ -39,7 +41,7 @@ const ReasonFailedMount = "FailedMount"
 // UniqueName is the name of a CSI volume in node.status.volumesAttached
 // and volumesInUse, as upstream's CSI plugin names it.
 func UniqueName(driver, handle string) corev1.UniqueVolumeName {
-	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
+	return shareddir.UniqueVolumeName(driver, handle)
 }
 
 // Kind is what backs a pod volume on the node.
@@ -189,8 +191,8 @@ func claimSource(pod *corev1.Pod, v corev1.Volume, claims Claims, l Layout) (Sou
 	if csi == nil || csi.Driver != DriverSharedDir {
 		return Source{}, failed("persistentvolume %q: only CSI volumes of driver %s are supported by the process runtime", pv.Name, DriverSharedDir)
 	}
-	if err := checkHandle(csi.VolumeHandle); err != nil {
-		return Source{}, failed("persistentvolume %q: volumeHandle %q %v", pv.Name, csi.VolumeHandle, err)
+	if why := shareddir.ValidHandle(csi.VolumeHandle); why != "" {
+		return Source{}, failed("persistentvolume %q: %s", pv.Name, why)
 	}
 	if l.SharedRoot == "" {
 		return Source{}, failed("persistentvolume %q uses driver %s, but this node has no --shared-volume-root", pv.Name, DriverSharedDir)
@@ -202,17 +204,6 @@ func claimSource(pod *corev1.Pod, v corev1.Volume, claims Claims, l Layout) (Sou
 		ReadOnly: v.PersistentVolumeClaim.ReadOnly || csi.ReadOnly,
 		Unique:   UniqueName(csi.Driver, csi.VolumeHandle),
 	}, nil
-}
-
-// checkHandle keeps a volume handle to one directory name under the root.
-func checkHandle(h string) error {
-	switch {
-	case h == "":
-		return fmt.Errorf("is empty")
-	case h == "." || h == ".." || strings.ContainsAny(h, "/\x00"):
-		return fmt.Errorf("must be a single directory name")
-	}
-	return nil
 }
 
 func volumeType(vs corev1.VolumeSource) string {
