@@ -123,7 +123,7 @@ func TestResolve(t *testing.T) {
 			name:    "a handle that climbs out of the shared root is refused",
 			pod:     podWith(claimVol("data", "c1")),
 			claims:  Claims{PVCs: map[string]*corev1.PersistentVolumeClaim{"c1": boundClaim("c1", "pv1")}, PVs: map[string]*corev1.PersistentVolume{"pv1": sharedPV("pv1", "..", "c1")}},
-			wantErr: `volumeHandle ".." must be a single directory name`,
+			wantErr: `volume handle ".." is not a directory name`,
 		},
 		{
 			name:    "a shared-dir volume on a node without a shared root is refused",
