@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/rbac/rbactest"
 )
 
 // fakeObjects is an in-memory Objects.
 type fakeObjects struct {
+	rbactest.Policy
 	pods   []*corev1.Pod
 	claims []*corev1.PersistentVolumeClaim
 	vas    []*storagev1.VolumeAttachment

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,4 +89,19 @@ func writeError(w http.ResponseWriter, err error) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(status.Code))
 	_, _ = w.Write(append(data, '\n'))
+}
+
+// PublicPaths lists the non-resource paths every authenticated user may
+// read, as RBAC nonResourceURLs ("/apis/*" for a prefix), for
+// SelfSubjectRulesReview.
+func PublicPaths() []string {
+	var out []string
+	for p := range publicPaths {
+		out = append(out, p)
+	}
+	for _, p := range publicPrefixes {
+		out = append(out, p+"*")
+	}
+	sort.Strings(out)
+	return out
 }

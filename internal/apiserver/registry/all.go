@@ -21,5 +21,9 @@ func All() []*Resource {
 		Leases(),
 		EventsV1(events),
 		VolumeAttachments(),
+		ClusterRoles(),
+		ClusterRoleBindings(),
+		Roles(),
+		RoleBindings(),
 	}
 }
