@@ -170,4 +170,3 @@ func (s *Server) rules(ctx context.Context, u *authn.User, namespace string) aut
 	}
 	return st
 }
-

@@ -164,4 +164,3 @@ func subjects(list []rbacv1.Subject, namespaced bool, fldPath *field.Path) field
 	}
 	return allErrs
 }
-
