@@ -7,6 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
@@ -89,3 +90,8 @@ func listPolicy(ctx context.Context, h *resourceHandler, namespace string) ([]ru
 	}
 	return page.Items, err
 }
+
+// Objects gives authorization outside the API handler (the non-resource
+// paths, see authz.Authorizer.NonResourceWith) the same read access to
+// stored objects and RBAC policy the handler uses.
+func (s *Server) Objects() authz.Objects { return objectReader{s} }

@@ -260,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	protected.Handle("/", limited)
-	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResource(protected), authn.Unauthorized))
+	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResourceWith(api.Objects(), protected), authn.Unauthorized))
 
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
