@@ -132,9 +132,8 @@ func (s *Server) access(ctx context.Context, subject *authn.User, res *authoriza
 	} else {
 		a = authz.Attributes{Verb: nonRes.Verb, Path: nonRes.Path}
 	}
-	if !subject.InGroup(authn.GroupAuthenticated) && subject.Name != "system:anonymous" {
-		subject = &authn.User{Name: subject.Name, UID: subject.UID, Groups: append(append([]string{}, subject.Groups...), authn.GroupAuthenticated)}
-	}
+	// As upstream, a SubjectAccessReview is about exactly the user and
+	// groups it names (system:authenticated is not implied).
 	err := s.cfg.Authorizer.Authorize(authn.WithUser(ctx, subject), objectReader{s}, a)
 	switch {
 	case err == nil:
