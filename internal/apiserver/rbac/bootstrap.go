@@ -30,7 +30,7 @@ func bootstrapMeta(name string) metav1.ObjectMeta {
 // serves, with verbs; used by admin, edit and view.
 func namespacedRules(verbs []string, withSubresourceWrites bool) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
-		{Verbs: verbs, APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "events"}},
+		{Verbs: verbs, APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "events", "configmaps"}},
 		{Verbs: readVerbs, APIGroups: []string{""}, Resources: []string{"pods/log", "pods/status", "persistentvolumeclaims/status", "namespaces"}},
 		{Verbs: verbs, APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "daemonsets", "deployments/scale", "replicasets/scale"}},
 		{Verbs: readVerbs, APIGroups: []string{"apps"}, Resources: []string{"deployments/status", "replicasets/status", "daemonsets/status"}},
@@ -40,7 +40,11 @@ func namespacedRules(verbs []string, withSubresourceWrites bool) []rbacv1.Policy
 		{Verbs: readVerbs, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}},
 	}
 	if withSubresourceWrites {
-		rules = append(rules, rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods/eviction"}})
+		// As upstream, secrets are for edit and admin only, not view.
+		rules = append(rules,
+			rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods/eviction"}},
+			rbacv1.PolicyRule{Verbs: verbs, APIGroups: []string{""}, Resources: []string{"secrets"}},
+		)
 	}
 	return rules
 }
@@ -51,7 +55,7 @@ func namespacedRules(verbs []string, withSubresourceWrites bool) []rbacv1.Policy
 // operators look at (see docs/differences.md).
 var clusterReadRules = []rbacv1.PolicyRule{
 	{Verbs: readVerbs, APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status", "persistentvolumes"}},
-	{Verbs: readVerbs, APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments"}},
+	{Verbs: readVerbs, APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments", "storageclasses"}},
 }
 
 // BootstrapClusterRoles are the default cluster roles the server creates

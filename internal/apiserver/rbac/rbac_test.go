@@ -138,3 +138,38 @@ func TestCompactString(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+func TestBootstrapRoles(t *testing.T) {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, r := range BootstrapClusterRoles() {
+		roles[r.Name] = r.Rules
+	}
+	tests := []struct {
+		name string
+		role string
+		req  Request
+		want bool
+	}{
+		{"view reads nodes", "view", res("list", "", "nodes", "", "", ""), true},
+		{"view reads pod logs", "view", res("get", "", "pods", "log", "ns", "p"), true},
+		{"view does not patch nodes", "view", res("patch", "", "nodes", "", "", "n1"), false},
+		{"view does not read secrets", "view", res("get", "", "secrets", "", "ns", "s"), false},
+		{"edit writes deployments", "edit", res("update", "apps", "deployments", "", "ns", "d"), true},
+		{"edit does not write role bindings", "edit", res("create", rbacv1.GroupName, "rolebindings", "", "ns", ""), false},
+		{"admin writes role bindings", "admin", res("create", rbacv1.GroupName, "rolebindings", "", "ns", ""), true},
+		{"cluster-admin reads metrics", "cluster-admin", Request{Verb: "get", Path: "/metrics"}, true},
+		{"basic-user may review itself", "system:basic-user", res("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", ""), true},
+		{"basic-user may not review others", "system:basic-user", res("create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := false
+			for _, r := range roles[tt.role] {
+				got = got || RuleAllows(r, tt.req)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

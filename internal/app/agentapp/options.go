@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ type Options struct {
 	// ShutdownOnSigterm makes SIGTERM mean "the node is going away" even
 	// when the agent is not PID 1.
 	ShutdownOnSigterm bool
+	// SharedVolumeRoot is where the nodeplane.io/shared-dir driver keeps
+	// its volumes (one directory per volumeHandle); every node that may
+	// run their pods must reach the same tree (NFS in production).
+	SharedVolumeRoot string
 
 	Logging logging.Options
 }
@@ -95,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods, "Part of --shutdown-grace-period kept for critical pods (priority >= 2000000000) (overrides shutdownGracePeriodCriticalPods)")
 	fs.StringSliceVar(&o.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", o.ShutdownGracePeriodByPodPriority, "Shutdown budget per pod priority, priority=seconds,... (overrides shutdownGracePeriodByPodPriority; excludes the two flags above)")
 	fs.BoolVar(&o.ShutdownOnSigterm, "shutdown-on-sigterm", o.ShutdownOnSigterm, "Treat SIGTERM as the node going away (graceful node shutdown) rather than an agent restart; on by itself when the agent is PID 1 (a container's init)")
+	fs.StringVar(&o.SharedVolumeRoot, "shared-volume-root", o.SharedVolumeRoot, "Directory holding the volumes of the nodeplane.io/shared-dir CSI driver, one per volumeHandle; shared by every node (e.g. an NFS mount); created if absent. Empty: such volumes cannot be used on this node")
 	o.Logging.AddFlags(fs)
 }
 
@@ -166,6 +172,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := ParsePriorityGracePeriods(o.ShutdownGracePeriodByPodPriority); err != nil {
 		errs = append(errs, err)
+	}
+	if o.SharedVolumeRoot != "" && !filepath.IsAbs(o.SharedVolumeRoot) {
+		errs = append(errs, fmt.Errorf("--shared-volume-root %q must be an absolute path", o.SharedVolumeRoot))
 	}
 	return errors.Join(errs...)
 }
