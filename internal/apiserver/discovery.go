@@ -89,9 +89,11 @@ func (s *Server) apiGroup(g groupInfo) metav1.APIGroup {
 // handlersOf returns the resources of a group-version sorted by name.
 func (s *Server) handlersOf(gv schema.GroupVersion) []*resourceHandler {
 	var out []*resourceHandler
-	for gvr, h := range s.resources {
-		if gvr.GroupVersion() == gv {
-			out = append(out, h)
+	for _, m := range []map[schema.GroupVersionResource]*resourceHandler{s.resources, s.reviews} {
+		for gvr, h := range m {
+			if gvr.GroupVersion() == gv {
+				out = append(out, h)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].r.Resource < out[j].r.Resource })

@@ -14,6 +14,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	listvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -86,8 +87,9 @@ func (h *resourceHandler) writeObject(w http.ResponseWriter, r *http.Request, co
 func (h *resourceHandler) transform(r *http.Request, obj runtime.Object, f responseFormat, headers bool) (runtime.Object, error) {
 	switch f.kind {
 	case outputTable:
-		if r.URL.Query().Get("includeObject") == "Object" {
-			return nil, apierrors.NewBadRequest("includeObject=Object is not supported")
+		opts, err := tableOptions(r)
+		if err != nil {
+			return nil, err
 		}
 		table, err := h.r.Printer.ToTable(obj, h.s.cfg.Clock.Now(), headers)
 		if err != nil {
@@ -95,9 +97,14 @@ func (h *resourceHandler) transform(r *http.Request, obj runtime.Object, f respo
 		}
 		table.APIVersion = "meta.k8s.io/" + f.metaVersion
 		table.Kind = "Table"
-		if r.URL.Query().Get("includeObject") == "None" {
+		switch opts.IncludeObject {
+		case metav1.IncludeNone:
 			for i := range table.Rows {
 				table.Rows[i].Object = runtime.RawExtension{}
+			}
+		case metav1.IncludeObject:
+			if err := h.embedObjects(table, obj); err != nil {
+				return nil, err
 			}
 		}
 		return table, nil
@@ -112,6 +119,48 @@ func (h *resourceHandler) transform(r *http.Request, obj runtime.Object, f respo
 		}
 	}
 	return obj, nil
+}
+
+// tableOptions reads includeObject (None, Metadata or Object; empty means
+// Metadata) and refuses other values with 400, as kube-apiserver does.
+func tableOptions(r *http.Request) (metav1.TableOptions, error) {
+	var opts metav1.TableOptions
+	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateTableOptions(&opts); len(errs) > 0 {
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid table options: %v", errs.ToAggregate()))
+	}
+	return opts, nil
+}
+
+// embedObjects replaces each row's metadata with the whole object it
+// prints (includeObject=Object), with its apiVersion and kind set, which is
+// what kubectl --sort-by and custom columns over a Table read.
+func (h *resourceHandler) embedObjects(table *metav1.Table, obj runtime.Object) error {
+	items := []runtime.Object{obj}
+	isList := meta.IsListType(obj)
+	if isList {
+		var err error
+		if items, err = meta.ExtractList(obj); err != nil {
+			return err
+		}
+	}
+	if len(items) != len(table.Rows) {
+		return fmt.Errorf("table of %s: %d rows for %d objects", h.r.GroupResource(), len(table.Rows), len(items))
+	}
+	for i, item := range items {
+		if item.GetObjectKind().GroupVersionKind() != h.r.GVK() {
+			// A list's items are its own copies (see buildList); a single
+			// object may be the watch cache's: set the kind on a copy.
+			if !isList {
+				item = item.DeepCopyObject()
+			}
+			item.GetObjectKind().SetGroupVersionKind(h.r.GVK())
+		}
+		table.Rows[i].Object = runtime.RawExtension{Object: item}
+	}
+	return nil
 }
 
 func toPartialMetadata(obj runtime.Object, ver string) (runtime.Object, error) {

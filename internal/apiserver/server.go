@@ -87,6 +87,9 @@ type Authorizer interface {
 type Server struct {
 	cfg       Config
 	resources map[schema.GroupVersionResource]*resourceHandler
+	// reviews are the create-only access reviews (registry.Reviews),
+	// answered by the server's authorizer, never stored.
+	reviews map[schema.GroupVersionResource]*resourceHandler
 	// ordered group versions for discovery
 	groups     []groupInfo
 	namespaces *resourceHandler
@@ -134,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		resources: map[schema.GroupVersionResource]*resourceHandler{},
+		reviews:   map[schema.GroupVersionResource]*resourceHandler{},
 		stopping:  make(chan struct{}),
 	}
 	codec := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -184,6 +188,15 @@ func New(cfg Config) (*Server, error) {
 		if r.GroupVersion.Group == "" && r.Resource == "namespaces" {
 			s.namespaces = h
 		}
+		g := r.GroupVersion.Group
+		if groupVersions[g] == nil {
+			groupVersions[g] = sets.New[string]()
+			groupOrder = append(groupOrder, g)
+		}
+		groupVersions[g].Insert(r.GroupVersion.Version)
+	}
+	for _, r := range registry.Reviews() {
+		s.reviews[r.GroupVersion.WithResource(r.Resource)] = &resourceHandler{s: s, r: r, fieldNames: sets.New[string]()}
 		g := r.GroupVersion.Group
 		if groupVersions[g] == nil {
 			groupVersions[g] = sets.New[string]()
@@ -257,7 +270,11 @@ func (s *Server) beginWatch() bool {
 }
 
 func (s *Server) isNamespaced(group, ver, resource string) bool {
-	h, ok := s.resources[schema.GroupVersionResource{Group: group, Version: ver, Resource: resource}]
+	gvr := schema.GroupVersionResource{Group: group, Version: ver, Resource: resource}
+	h, ok := s.resources[gvr]
+	if !ok {
+		h, ok = s.reviews[gvr]
+	}
 	return ok && h.r.Namespaced
 }
 
@@ -282,7 +299,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err, schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Name)
 		return
 	}
-	h, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
+	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+	if h, ok := s.reviews[gvr]; ok {
+		h.review(w, r, info)
+		return
+	}
+	h, ok := s.resources[gvr]
 	if !ok {
 		writeStatus(w, r, notFoundPath())
 		return

@@ -152,6 +152,9 @@ func (h *resourceHandler) invalid(name string, errs field.ErrorList) error {
 
 // admit runs the admission plugins on a write by the user on ctx.
 func (h *resourceHandler) admit(ctx context.Context, op admission.Operation, info requestInfo, obj, old runtime.Object) error {
+	if err := h.confirmNoEscalation(ctx, op, info, obj); err != nil {
+		return err
+	}
 	if len(h.s.cfg.Admission) == 0 {
 		return nil
 	}

@@ -1,9 +1,12 @@
 // Package authz decides whether an authenticated user may make an API
-// request (SPEC §8.1, P2-3): administrators (group system:masters) and the
-// server's own controllers may do anything, nodes (system:node:<name> in
-// group system:nodes) only what the Node authorizer allows with
-// AuthorizeNodeWithSelectors on, and any other user only discovery, the
-// version and the health endpoints.
+// request (SPEC §8.1, P2-3), as kube-apiserver's authorizer chain does with
+// --authorization-mode=Node,RBAC: administrators (group system:masters)
+// and the server's own controllers may do anything; nodes
+// (system:node:<name> in group system:nodes) only what the Node authorizer
+// allows with AuthorizeNodeWithSelectors on (RBAC never widens a node
+// identity); any authenticated user may read discovery, the version and
+// the health endpoints; everything else is what the user's RBAC roles and
+// bindings grant (package rbac).
 //
 // It owns the decision and the Forbidden error's wording. It does not
 // authenticate (package authn puts the user on the context), does not
@@ -26,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/rbac"
 )
 
 // Built-in identities.
@@ -77,18 +81,50 @@ type Objects interface {
 	PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error)
 	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
 	VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error)
+	// The RBAC roles and bindings.
+	rbac.Policy
 }
+
+// Authorization modes, with kube-apiserver's --authorization-mode names.
+const (
+	ModeNode = "Node"
+	ModeRBAC = "RBAC"
+)
+
+// DefaultModes is the default --authorization-mode.
+var DefaultModes = []string{ModeNode, ModeRBAC}
 
 // Config configures an Authorizer.
 type Config struct {
 	// TrustedUsers may do anything, like members of system:masters.
 	// Default: UserControllerManager and UserScheduler.
 	TrustedUsers []string
+	// Modes are the authorizers after the fixed rules, from
+	// --authorization-mode: Node (node identities) and RBAC (everyone
+	// else). Default: DefaultModes.
+	Modes []string
 }
 
 // Authorizer decides requests. It is safe for concurrent use.
 type Authorizer struct {
 	trusted map[string]bool
+	node    bool
+	rbac    bool
+}
+
+// ValidateModes checks an --authorization-mode list.
+func ValidateModes(modes []string) error {
+	seen := map[string]bool{}
+	for _, m := range modes {
+		if m != ModeNode && m != ModeRBAC {
+			return fmt.Errorf("authorization mode %q is not supported (supported: %s, %s)", m, ModeNode, ModeRBAC)
+		}
+		if seen[m] {
+			return fmt.Errorf("authorization mode %q is given twice", m)
+		}
+		seen[m] = true
+	}
+	return nil
 }
 
 // New returns an Authorizer.
@@ -96,9 +132,16 @@ func New(cfg Config) *Authorizer {
 	if len(cfg.TrustedUsers) == 0 {
 		cfg.TrustedUsers = []string{UserControllerManager, UserScheduler}
 	}
+	if cfg.Modes == nil {
+		cfg.Modes = DefaultModes
+	}
 	z := &Authorizer{trusted: map[string]bool{}}
 	for _, u := range cfg.TrustedUsers {
 		z.trusted[u] = true
+	}
+	for _, m := range cfg.Modes {
+		z.node = z.node || m == ModeNode
+		z.rbac = z.rbac || m == ModeRBAC
 	}
 	return z
 }
@@ -111,7 +154,7 @@ func (z *Authorizer) Authorize(ctx context.Context, objs Objects, a Attributes) 
 	if !ok {
 		return Forbidden(nil, a, "no user on the request")
 	}
-	allowed, reason, err := z.decide(ctx, u, objs, a)
+	allowed, reason, err := z.Decide(ctx, u, objs, a)
 	if err != nil {
 		return err
 	}
@@ -121,22 +164,45 @@ func (z *Authorizer) Authorize(ctx context.Context, objs Objects, a Attributes) 
 	return nil
 }
 
-// decide returns whether u may make the request and, when not, why.
-func (z *Authorizer) decide(ctx context.Context, u *authn.User, objs Objects, a Attributes) (bool, string, error) {
+// Decide returns whether u may make the request and, when not, why (the
+// reason may be empty). Access reviews ask it about any user.
+func (z *Authorizer) Decide(ctx context.Context, u *authn.User, objs Objects, a Attributes) (bool, string, error) {
 	if u.InGroup(authn.GroupMasters) || z.trusted[u.Name] {
 		return true, "", nil
 	}
-	if !a.ResourceRequest {
-		return publicPath(a), "", nil
+	if !a.ResourceRequest && publicPath(a) {
+		return true, "", nil
 	}
 	node, isNode := NodeName(u)
-	if !isNode {
+	if isNode {
+		// Nodes get exactly what the Node authorizer grants: RBAC never
+		// widens a node identity.
+		if !z.node || !a.ResourceRequest {
+			return false, "", nil
+		}
+		if node == "" {
+			return false, "could not determine node from user", nil
+		}
+		return decideNode(ctx, node, objs, a)
+	}
+	if !z.rbac || objs == nil {
 		return false, "", nil
 	}
-	if node == "" {
-		return false, "could not determine node from user", nil
+	allowed, err := rbac.Allows(ctx, objs, u, rbacRequest(a))
+	if err != nil {
+		return false, "", fmt.Errorf("evaluate RBAC: %w", err)
 	}
-	return decideNode(ctx, node, objs, a)
+	return allowed, "", nil
+}
+
+// rbacRequest translates the attributes for RBAC. A list or watch
+// selecting one object by metadata.name is about that object, as upstream
+// (resourceNames rules apply).
+func rbacRequest(a Attributes) rbac.Request {
+	return rbac.Request{
+		Verb: a.Verb, ResourceRequest: a.ResourceRequest, APIGroup: a.APIGroup, Resource: a.Resource,
+		Subresource: a.Subresource, Namespace: a.Namespace, Name: targetName(a), Path: a.Path,
+	}
 }
 
 // NodeName returns the node a user acts for (SPEC AUTH-1): a user is a node

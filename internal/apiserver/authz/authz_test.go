@@ -9,15 +9,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/rbac/rbactest"
 )
 
 // fakeObjects is an in-memory Objects.
 type fakeObjects struct {
+	rbactest.Policy
 	pods   []*corev1.Pod
 	claims []*corev1.PersistentVolumeClaim
 	vas    []*storagev1.VolumeAttachment
@@ -292,6 +295,34 @@ func TestNodeName(t *testing.T) {
 			name, ok := NodeName(tt.user)
 			if name != tt.wantName || ok != tt.wantNode {
 				t.Errorf("got (%q, %v), want (%q, %v)", name, ok, tt.wantName, tt.wantNode)
+			}
+		})
+	}
+}
+
+func TestNonResourceMiddlewareFollowsRBAC(t *testing.T) {
+	objs := &fakeObjects{}
+	objs.ClusterRoleList = []*rbacv1.ClusterRole{{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/metrics"}}}}}
+	objs.ClusterRoleBindingList = []*rbacv1.ClusterRoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "m"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "metrics-reader"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: "prometheus"}, {Kind: "Group", Name: authn.GroupNodes}}}}
+	h := New(Config{}).NonResourceWith(objs, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for _, tt := range []struct {
+		name string
+		user *authn.User
+		path string
+		want int
+	}{
+		{"a user granted /metrics reads it", &authn.User{Name: "prometheus", Groups: []string{authn.GroupAuthenticated}}, "/metrics", http.StatusTeapot},
+		{"the grant does not extend to other paths", &authn.User{Name: "prometheus", Groups: []string{authn.GroupAuthenticated}}, "/debug/pprof/", http.StatusForbidden},
+		{"a node stays refused though its group is bound", nodeA, "/metrics", http.StatusForbidden},
+		{"an unbound user is refused", plainUser, "/metrics", http.StatusForbidden},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
+			req = req.WithContext(authn.WithUser(req.Context(), tt.user))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want {
+				t.Errorf("got %d (%s), want %d", rec.Code, rec.Body, tt.want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,19 +52,26 @@ func NonResourceAttributes(r *http.Request) Attributes {
 }
 
 // NonResource authorizes requests for paths outside the API (/metrics,
-// /openapi/..., /version ...) before passing them to next. Paths under /api
-// and /apis go to next unchecked: the API server authorizes them itself,
-// resource by resource (see apiserver.Config.Authorizer). It must sit
-// behind authn.Middleware, which puts the user on the request.
+// /openapi/..., /version ...) before passing them to next, with no RBAC
+// policy (only the fixed rules apply); see NonResourceWith.
 func (z *Authorizer) NonResource(next http.Handler) http.Handler {
+	return z.NonResourceWith(nil, next)
+}
+
+// NonResourceWith authorizes requests for paths outside the API (/metrics,
+// /openapi/..., /version ...) before passing them to next; RBAC rules with
+// nonResourceURLs are read through objs. Paths under /api and /apis go to
+// next unchecked: the API server authorizes them itself, resource by
+// resource (see apiserver.Config.Authorizer). It must sit behind
+// authn.Middleware, which puts the user on the request.
+func (z *Authorizer) NonResourceWith(objs Objects, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		if p == "/api" || p == "/apis" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/apis/") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Non-resource decisions read no objects.
-		if err := z.Authorize(r.Context(), nil, NonResourceAttributes(r)); err != nil {
+		if err := z.Authorize(r.Context(), objs, NonResourceAttributes(r)); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -88,4 +96,19 @@ func writeError(w http.ResponseWriter, err error) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(status.Code))
 	_, _ = w.Write(append(data, '\n'))
+}
+
+// PublicPaths lists the non-resource paths every authenticated user may
+// read, as RBAC nonResourceURLs ("/apis/*" for a prefix), for
+// SelfSubjectRulesReview.
+func PublicPaths() []string {
+	var out []string
+	for p := range publicPaths {
+		out = append(out, p)
+	}
+	for _, p := range publicPrefixes {
+		out = append(out, p+"*")
+	}
+	sort.Strings(out)
+	return out
 }

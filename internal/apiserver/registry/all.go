@@ -24,5 +24,9 @@ func All() []*Resource {
 		EventsV1(events),
 		VolumeAttachments(),
 		StorageClasses(),
+		ClusterRoles(),
+		ClusterRoleBindings(),
+		Roles(),
+		RoleBindings(),
 	}
 }

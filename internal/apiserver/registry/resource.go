@@ -93,6 +93,9 @@ type Resource struct {
 	// storage resource's (only with Storage).
 	ToStorage   func(obj runtime.Object) (runtime.Object, error)
 	FromStorage func(obj runtime.Object) (runtime.Object, error)
+	// CreateOnly marks a resource that is answered, not stored (the
+	// access reviews): it has no storage, no list kind and only "create".
+	CreateOnly bool
 }
 
 // GVK is the resource's kind.
@@ -118,6 +121,9 @@ func (r *Resource) Subresource(name string) (Subresource, bool) {
 
 // Verbs are the verbs of the main resource.
 func (r *Resource) Verbs() []string {
+	if r.CreateOnly {
+		return []string{"create"}
+	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 

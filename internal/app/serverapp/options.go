@@ -16,20 +16,23 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/logging"
 )
 
 // Options are the raw flag values.
 type Options struct {
-	DataDir    string
-	Listen     string
-	TLSSANs    []string
-	TokenFile  string
-	EtcdServer []string
-	EtcdCA     string
-	EtcdCert   string
-	EtcdKey    string
+	DataDir   string
+	Listen    string
+	TLSSANs   []string
+	TokenFile string
+	// AuthorizationModes is --authorization-mode (Node,RBAC).
+	AuthorizationModes []string
+	EtcdServer         []string
+	EtcdCA             string
+	EtcdCert           string
+	EtcdKey            string
 	// EtcdOverrides route resources to other etcd clusters:
 	// "group/resource#url;url" (kube-apiserver's --etcd-servers-overrides).
 	EtcdOverrides []string
@@ -169,6 +172,7 @@ func DefaultOptions() Options {
 	return Options{
 		DataDir:                             "/var/lib/nodeplane/server",
 		Listen:                              "0.0.0.0:6443",
+		AuthorizationModes:                  authz.DefaultModes,
 		DefaultNotReadyTolerationSeconds:    300,
 		DefaultUnreachableTolerationSeconds: 300,
 		CompactionInterval:                  5 * time.Minute,
@@ -189,6 +193,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd data, the cluster CA and keys, admin.kubeconfig and node-token")
 	fs.StringVar(&o.Listen, "listen", o.Listen, "HTTPS listen address HOST:PORT; port 0 picks a free port (admin.kubeconfig records the real one)")
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "Extra DNS names or IP addresses for the serving certificate (repeatable, comma-separated)")
+	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, "Ordered list of authorizers after the fixed rules (administrators, the server's controllers): Node (node identities), RBAC (everyone else)")
 	fs.StringVar(&o.TokenFile, "token-auth-file", o.TokenFile, "CSV file of bearer tokens: token,user,uid,\"group1,group2\"")
 	fs.StringSliceVar(&o.EtcdServer, "etcd-servers", o.EtcdServer, "External etcd client URLs (comma-separated); empty runs one embedded etcd member under --data-dir")
 	fs.StringSliceVar(&o.EtcdOverrides, "etcd-servers-overrides", o.EtcdOverrides, "Per-resource etcd servers, group/resource#servers, servers separated by ';' (e.g. coordination.k8s.io/leases#https://10.0.0.9:2379); same TLS files as --etcd-servers")
@@ -221,6 +226,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT: %v", o.Listen, err))
 	} else if _, err := net.LookupPort("tcp", port); err != nil {
 		errs = append(errs, fmt.Errorf("--listen %q: bad port: %v", o.Listen, err))
+	}
+	if err := authz.ValidateModes(o.AuthorizationModes); err != nil {
+		errs = append(errs, fmt.Errorf("--authorization-mode: %w", err))
 	}
 	if o.DefaultNotReadyTolerationSeconds < 0 {
 		errs = append(errs, fmt.Errorf("--default-not-ready-toleration-seconds must be >= 0, got %d", o.DefaultNotReadyTolerationSeconds))

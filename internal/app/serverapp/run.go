@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 
-	authorizer := authz.New(authz.Config{})
+	authorizer := authz.New(authz.Config{Modes: o.AuthorizationModes})
 	nodeClient, err := kubeletClient(cluster)
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	protected.Handle("/", limited)
-	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResource(protected), authn.Unauthorized))
+	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResourceWith(api.Objects(), protected), authn.Unauthorized))
 
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -373,7 +373,9 @@ func waitReady(ctx context.Context, api *apiserver.Server, clk clock.Clock) erro
 	for {
 		if api.Ready() == nil {
 			if err := api.EnsureSystemNamespaces(ctx); err == nil {
-				return nil
+				if err := api.EnsureBootstrapPolicy(ctx); err == nil {
+					return nil
+				}
 			}
 		}
 		select {
