@@ -219,8 +219,14 @@ func (s *server) openStores(ctx context.Context) (func(), error) {
 		closeStorage()
 		return nil, err
 	}
+	// Events expire in storage (kube-apiserver's --event-ttl): etcd deletes
+	// each event key when its lease runs out.
+	var ttls []etcd.KeyTTL
+	if s.opts.EventTTL > 0 {
+		ttls = []etcd.KeyTTL{{Prefix: registry.Events().Prefix() + "/", TTL: s.opts.EventTTL}}
+	}
 	open := func(c etcd.Config) (*etcd.Store, error) {
-		c.Metrics, c.Clock = metrics, s.clock
+		c.Metrics, c.Clock, c.TTLs = metrics, s.clock, ttls
 		st, err := etcd.New(c)
 		if err == nil {
 			s.allStores = append(s.allStores, st)
@@ -306,7 +312,6 @@ func (s *server) buildAPI() error {
 		Metrics:    apiserver.NewMetrics(s.reg),
 
 		BookmarkInterval: o.BookmarkInterval,
-		EventTTL:         o.EventTTL,
 		MinWatchTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,
 	})
 	if err != nil {
