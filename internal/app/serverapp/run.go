@@ -425,11 +425,11 @@ func listen(addr string) (net.Listener, string, error) {
 // buildControllerSet builds the controllers with their own client to the
 // server at url, and hands that client to the join server's takeover check.
 func (s *server) buildControllerSet(url string) (controllerSet, error) {
-	client, err := controllerClient(s.cluster, url)
+	client, md, err := controllerClient(s.cluster, url)
 	if err != nil {
 		return controllerSet{}, err
 	}
-	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, clock: s.clock, logger: s.log, registry: s.reg})
+	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg})
 	if err != nil {
 		return controllerSet{}, err
 	}

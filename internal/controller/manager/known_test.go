@@ -9,6 +9,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/namespace"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
@@ -25,7 +26,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 	built := []string{
 		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
-		daemonset.ControllerName, disruption.ControllerName, scheduler.Name,
+		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, scheduler.Name,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {
