@@ -77,6 +77,18 @@ func TestNamespaceFinalize(t *testing.T) {
 		mustDo(t, h, admin, http.MethodPut, path+"/finalize", out, http.StatusOK)
 		mustDo(t, h, admin, http.MethodGet, path, nil, http.StatusNotFound)
 	})
+	t.Run("a namespace without finalizers is deleted at once", func(t *testing.T) {
+		mustDo(t, h, admin, http.MethodPost, "/api/v1/namespaces", corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}, http.StatusCreated)
+		var ns corev1.Namespace
+		if err := json.Unmarshal(mustDo(t, h, admin, http.MethodGet, "/api/v1/namespaces/bare", nil, http.StatusOK).body, &ns); err != nil {
+			t.Fatal(err)
+		}
+		ns.Spec.Finalizers = nil
+		mustDo(t, h, admin, http.MethodPut, "/api/v1/namespaces/bare/finalize", ns, http.StatusOK)
+		mustDo(t, h, admin, http.MethodGet, "/api/v1/namespaces/bare", nil, http.StatusOK) // not being deleted: stays
+		mustDo(t, h, admin, http.MethodDelete, "/api/v1/namespaces/bare", nil, http.StatusOK)
+		mustDo(t, h, admin, http.MethodGet, "/api/v1/namespaces/bare", nil, http.StatusNotFound)
+	})
 }
 
 // TestPartialObjectMetadata: a list or get asking for metadata only (the

@@ -58,7 +58,8 @@ func (h *resourceHandler) pendingNamespaceFinalize(obj runtime.Object) bool {
 // beginNamespaceDelete marks a namespace Terminating; the namespace
 // controller removes its content and then its finalizer, through the
 // finalize subresource, and the update that leaves no finalizer deletes it.
-// A namespace with nothing in it and no finalizer goes at once.
+// A namespace with no finalizer at all goes at once, as upstream (its
+// content, if any, is not removed: nothing asked for that).
 func (s *Server) beginNamespaceDelete(ctx context.Context, cur runtime.Object, dryRun bool) (runtime.Object, error) {
 	ns := cur.(*corev1.Namespace)
 	gr := s.namespaces.r.GroupResource()
@@ -77,35 +78,10 @@ func (s *Server) beginNamespaceDelete(ctx context.Context, cur runtime.Object, d
 		return ns, nil
 	}
 	rv, _ := store.ObjectRV(ns)
-	if len(ns.Spec.Finalizers) == 0 && len(ns.Finalizers) == 0 && !s.namespaceHasContent(ns.Name) {
+	if len(ns.Spec.Finalizers) == 0 && len(ns.Finalizers) == 0 {
 		return s.namespaces.st.Delete(ctx, "", ns.Name, rv)
 	}
 	return s.namespaces.st.Update(ctx, ns, rv)
-}
-
-// namespacedHandlers returns one handler per namespaced store (a store
-// shared by two representations is visited once).
-func (s *Server) namespacedHandlers() []*resourceHandler {
-	seen := map[*store.Store]bool{}
-	var out []*resourceHandler
-	for _, h := range s.resources {
-		if !h.r.Namespaced || h.r.Storage != nil || seen[h.st] {
-			continue
-		}
-		seen[h.st] = true
-		out = append(out, h)
-	}
-	return out
-}
-
-func (s *Server) namespaceHasContent(ns string) bool {
-	for _, h := range s.namespacedHandlers() {
-		page, err := h.st.ListFromCache(context.Background(), store.Predicate{Namespace: ns}, 0)
-		if err != nil || len(page.Items) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // runNamespaces keeps the system namespaces in existence until ctx ends
