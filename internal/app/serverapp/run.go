@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,7 +111,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready(url)
 	}
-	if err := s.wait(ctx, serveErr, ctrlDone); err != nil {
+	if err := s.wait(ctx, serveErr, ctrlDone, stopControllers); err != nil {
 		return err
 	}
 	// Controllers stop first (releasing leadership) while the API still serves.
@@ -475,36 +474,35 @@ func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-c
 }
 
 // startControllers runs the controller manager until ctx ends or stop is
-// called. done receives its result if it ends by itself; stop cancels it,
-// waits for it and returns its result, and may be called more than once.
-func (s *server) startControllers(ctx context.Context, set controllerSet) (done <-chan error, stop func() error) {
+// called. done is closed when it has ended (by itself or stopped); stop
+// cancels it, waits for it and returns its result, and may be called more
+// than once.
+func (s *server) startControllers(ctx context.Context, set controllerSet) (done <-chan struct{}, stop func() error) {
 	ctx, cancel := context.WithCancel(ctx)
-	result := make(chan error, 1)
-	go func() {
-		result <- runControllers(ctx, s.opts.Controllers, set.client, set.controllers, s.clock, s.log)
-	}()
-	var once sync.Once
+	finished := make(chan struct{})
 	var err error
-	return result, func() error {
-		once.Do(func() {
-			cancel()
-			err = <-result
-		})
+	go func() {
+		defer close(finished)
+		err = runControllers(ctx, s.opts.Controllers, set.client, set.controllers, s.clock, s.log)
+	}()
+	return finished, func() error {
+		cancel()
+		<-finished
 		return err
 	}
 }
 
 // wait blocks until ctx ends (nil), serving fails, or the controllers end
 // by themselves (an error unless they ended cleanly).
-func (s *server) wait(ctx context.Context, serveErr <-chan error, ctrlDone <-chan error) error {
+func (s *server) wait(ctx context.Context, serveErr <-chan error, ctrlDone <-chan struct{}, stopControllers func() error) error {
 	select {
 	case <-ctx.Done():
 		s.log.Info("stopping")
 		return nil
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
-	case err := <-ctrlDone:
-		if err != nil {
+	case <-ctrlDone:
+		if err := stopControllers(); err != nil {
 			return fmt.Errorf("controllers: %w", err)
 		}
 		return nil
