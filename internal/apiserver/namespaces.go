@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,10 +23,6 @@ var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // immortalNamespaces may never be deleted.
 var immortalNamespaces = map[string]bool{metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true}
-
-// namespaceFinalizer is the spec finalizer the server removes once a
-// terminating namespace is empty.
-const namespaceFinalizer = corev1.FinalizerKubernetes
 
 // checkNamespaceOpen refuses content for a missing or terminating namespace.
 func (s *Server) checkNamespaceOpen(ctx context.Context, name string) error {
@@ -60,8 +55,11 @@ func (h *resourceHandler) pendingNamespaceFinalize(obj runtime.Object) bool {
 	return ok && h == h.s.namespaces && len(ns.Spec.Finalizers) > 0
 }
 
-// beginNamespaceDelete marks a namespace Terminating; the namespace loop
-// removes its content and then the namespace itself.
+// beginNamespaceDelete marks a namespace Terminating; the namespace
+// controller removes its content and then its finalizer, through the
+// finalize subresource, and the update that leaves no finalizer deletes it.
+// A namespace with no finalizer at all goes at once, as upstream (its
+// content, if any, is not removed: nothing asked for that).
 func (s *Server) beginNamespaceDelete(ctx context.Context, cur runtime.Object, dryRun bool) (runtime.Object, error) {
 	ns := cur.(*corev1.Namespace)
 	gr := s.namespaces.r.GroupResource()
@@ -80,39 +78,17 @@ func (s *Server) beginNamespaceDelete(ctx context.Context, cur runtime.Object, d
 		return ns, nil
 	}
 	rv, _ := store.ObjectRV(ns)
-	if len(ns.Spec.Finalizers) == 0 && len(ns.Finalizers) == 0 && !s.namespaceHasContent(ns.Name) {
+	if len(ns.Spec.Finalizers) == 0 && len(ns.Finalizers) == 0 {
 		return s.namespaces.st.Delete(ctx, "", ns.Name, rv)
 	}
 	return s.namespaces.st.Update(ctx, ns, rv)
 }
 
-// namespacedHandlers returns one handler per namespaced store (a store
-// shared by two representations is visited once).
-func (s *Server) namespacedHandlers() []*resourceHandler {
-	seen := map[*store.Store]bool{}
-	var out []*resourceHandler
-	for _, h := range s.resources {
-		if !h.r.Namespaced || h.r.Storage != nil || seen[h.st] {
-			continue
-		}
-		seen[h.st] = true
-		out = append(out, h)
-	}
-	return out
-}
-
-func (s *Server) namespaceHasContent(ns string) bool {
-	for _, h := range s.namespacedHandlers() {
-		page, err := h.st.ListFromCache(context.Background(), store.Predicate{Namespace: ns}, 0)
-		if err != nil || len(page.Items) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// runNamespaces ensures the system namespaces exist and finalizes
-// terminating namespaces until ctx ends.
+// runNamespaces keeps the system namespaces in existence until ctx ends
+// (kube-apiserver's own system-namespaces loop: creating a missing one is
+// idempotent, so every server may run it). Emptying a terminating
+// namespace is the namespace controller's (internal/controller/namespace),
+// which runs only on the leader and works through the API.
 func (s *Server) runNamespaces(ctx context.Context) {
 	if s.namespaces == nil {
 		return
@@ -130,7 +106,6 @@ func (s *Server) runNamespaces(ctx context.Context) {
 					lastEnsure = now
 				}
 			}
-			s.finalizeNamespaces(ctx, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -161,59 +136,4 @@ func (s *Server) EnsureSystemNamespaces(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// finalizeNamespaces deletes the content of terminating namespaces and
-// removes those that are empty.
-func (s *Server) finalizeNamespaces(ctx context.Context, log interface {
-	Warn(string, ...any)
-}) {
-	page, err := s.namespaces.st.ListFromCache(ctx, store.Predicate{}, 0)
-	if err != nil {
-		return
-	}
-	for _, obj := range page.Items {
-		ns := obj.(*corev1.Namespace)
-		if ns.DeletionTimestamp == nil {
-			continue
-		}
-		remaining := 0
-		background := metav1.DeletePropagationBackground
-		for _, h := range s.namespacedHandlers() {
-			items, err := h.st.ListFromCache(ctx, store.Predicate{Namespace: ns.Name}, 0)
-			if err != nil {
-				remaining++
-				continue
-			}
-			remaining += len(items.Items)
-			for _, item := range items.Items {
-				a, _ := meta.Accessor(item)
-				if a.GetDeletionTimestamp() != nil && len(a.GetFinalizers()) > 0 {
-					continue
-				}
-				if a.GetDeletionTimestamp() != nil && a.GetDeletionGracePeriodSeconds() != nil && *a.GetDeletionGracePeriodSeconds() > 0 {
-					continue // graceful deletion under way
-				}
-				_, err := h.deleteObject(ctx, item.DeepCopyObject(), &metav1.DeleteOptions{PropagationPolicy: &background})
-				if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
-					log.Warn("delete namespace content", "namespace", ns.Name, "resource", h.r.Resource, "err", err)
-				}
-			}
-		}
-		if remaining > 0 {
-			continue
-		}
-		cur := ns.DeepCopy()
-		rv, _ := store.ObjectRV(cur)
-		var err error
-		if len(cur.Finalizers) == 0 {
-			_, err = s.namespaces.st.Delete(ctx, "", cur.Name, rv)
-		} else {
-			cur.Spec.Finalizers = nil
-			_, err = s.namespaces.st.Update(ctx, cur, rv)
-		}
-		if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
-			log.Warn("finalize namespace", "namespace", ns.Name, "err", err)
-		}
-	}
 }

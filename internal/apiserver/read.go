@@ -175,23 +175,34 @@ func toPartialMetadata(obj runtime.Object, ver string) (runtime.Object, error) {
 			list.ResourceVersion, list.Continue, list.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
 		}
 		for _, item := range items {
-			a, err := meta.Accessor(item)
+			om, err := objectMeta(item)
 			if err != nil {
 				return nil, err
 			}
 			p := metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gv, Kind: "PartialObjectMetadata"}}
-			a.(metav1.Object).(*metav1.ObjectMeta).DeepCopyInto(&p.ObjectMeta)
+			om.DeepCopyInto(&p.ObjectMeta)
 			list.Items = append(list.Items, p)
 		}
 		return list, nil
 	}
-	a, err := meta.Accessor(obj)
+	om, err := objectMeta(obj)
 	if err != nil {
 		return nil, err
 	}
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gv, Kind: "PartialObjectMetadata"}}
-	a.(*metav1.ObjectMeta).DeepCopyInto(&p.ObjectMeta)
+	om.DeepCopyInto(&p.ObjectMeta)
 	return p, nil
+}
+
+// objectMeta returns the ObjectMeta embedded in obj. (meta.Accessor
+// returns obj itself for a typed object, not its ObjectMeta.)
+func objectMeta(obj runtime.Object) (*metav1.ObjectMeta, error) {
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			return om, nil
+		}
+	}
+	return nil, fmt.Errorf("%T has no ObjectMeta", obj)
 }
 
 // listParams are the parsed list and watch query parameters.

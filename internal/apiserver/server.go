@@ -71,8 +71,6 @@ type Config struct {
 	MinWatchTimeout time.Duration
 	// HistorySize is the watch cache history per resource (default 10000).
 	HistorySize int
-	// EventTTL removes events this long after their last update (0: never).
-	EventTTL time.Duration
 }
 
 // Authorizer decides whether the user on a request's context (see
@@ -213,14 +211,10 @@ func New(cfg Config) (*Server, error) {
 // Run starts the watch caches and blocks until ctx ends.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		s.runNamespaces(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		s.runEventTTL(ctx)
 	}()
 	for _, st := range s.stores {
 		wg.Add(1)

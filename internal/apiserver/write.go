@@ -458,11 +458,16 @@ func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, ob
 	if a.GetNamespace() == "" {
 		a.SetNamespace(oa.GetNamespace())
 	}
-	if info.Subresource != "" {
+	switch {
+	case info.Subresource == "finalize":
+		if h.r.Strategy.PrepareForFinalizeUpdate != nil {
+			h.r.Strategy.PrepareForFinalizeUpdate(obj, old)
+		}
+	case info.Subresource != "":
 		if h.r.Strategy.PrepareForStatusUpdate != nil {
 			h.r.Strategy.PrepareForStatusUpdate(obj, old)
 		}
-	} else {
+	default:
 		if h.r.Strategy.Default != nil {
 			h.r.Strategy.Default(obj)
 		}
@@ -478,6 +483,10 @@ func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, ob
 	}
 	var errs field.ErrorList
 	switch {
+	case info.Subresource == "finalize":
+		if h.r.Strategy.ValidateFinalizeUpdate != nil {
+			errs = h.r.Strategy.ValidateFinalizeUpdate(obj, old)
+		}
 	case info.Subresource != "" && h.r.Strategy.ValidateStatusUpdate != nil:
 		errs = h.r.Strategy.ValidateStatusUpdate(obj, old)
 	case info.Subresource == "" && h.r.Strategy.ValidateUpdate != nil:

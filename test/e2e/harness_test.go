@@ -74,8 +74,11 @@ type serverOptions struct {
 	dataDir string
 	port    int
 	args    []string
-	// apiOnly runs no controllers (--controllers=): for tests of the API
-	// server alone, which expect nothing but the test to write.
+	// apiOnly runs no controller but the namespace controller
+	// (--controllers=namespace-controller): for tests of the API server
+	// alone, which expect nothing but the test to write. Namespace deletion
+	// is part of the API's contract and needs that controller, which acts
+	// only on namespaces being deleted.
 	apiOnly bool
 }
 
@@ -98,7 +101,7 @@ func startServer(t *testing.T, o serverOptions) *serverProc {
 	// Port 0 lets the server pick a free port (no race with other tests);
 	// start reads the real one from admin.kubeconfig for later restarts.
 	if o.apiOnly {
-		o.args = append([]string{"--controllers="}, o.args...)
+		o.args = append([]string{"--controllers=namespace-controller"}, o.args...)
 	}
 	s := &serverProc{t: t, dataDir: o.dataDir, port: o.port, args: o.args}
 	s.start()

@@ -28,7 +28,9 @@ func Namespaces() *Resource {
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 		},
-		Subresources: []Subresource{{Name: "status", Verbs: statusVerbs}},
+		// finalize is PUT only: the namespace controller removes its
+		// spec finalizer through it once the namespace is empty.
+		Subresources: []Subresource{{Name: "status", Verbs: statusVerbs}, {Name: "finalize", Verbs: []string{"update"}}},
 		Printer:      printers.Namespaces(),
 		Strategy: Strategy{
 			PrepareForCreate: func(obj runtime.Object) {
@@ -45,12 +47,22 @@ func Namespaces() *Resource {
 			PrepareForStatusUpdate: func(obj, old runtime.Object) {
 				obj.(*corev1.Namespace).Spec = old.(*corev1.Namespace).Spec
 			},
+			PrepareForFinalizeUpdate: func(obj, old runtime.Object) {
+				ns, o := obj.(*corev1.Namespace), old.(*corev1.Namespace)
+				finalizers := ns.Spec.Finalizers
+				ns.Spec = o.Spec
+				ns.Spec.Finalizers = finalizers
+				ns.Status = o.Status
+			},
 			Validate: func(obj runtime.Object) field.ErrorList { return validation.Namespace(obj.(*corev1.Namespace)) },
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validation.NamespaceUpdate(obj.(*corev1.Namespace), old.(*corev1.Namespace))
 			},
 			ValidateStatusUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validation.NamespaceStatusUpdate(obj.(*corev1.Namespace), old.(*corev1.Namespace))
+			},
+			ValidateFinalizeUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validation.NamespaceFinalizeUpdate(obj.(*corev1.Namespace), old.(*corev1.Namespace))
 			},
 		},
 	}

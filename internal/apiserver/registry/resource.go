@@ -31,6 +31,10 @@ type Strategy struct {
 	Validate             func(obj runtime.Object) field.ErrorList
 	ValidateUpdate       func(obj, old runtime.Object) field.ErrorList
 	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// PrepareForFinalizeUpdate and ValidateFinalizeUpdate serve the
+	// namespaces' finalize subresource, which changes spec.finalizers only.
+	PrepareForFinalizeUpdate func(obj, old runtime.Object)
+	ValidateFinalizeUpdate   func(obj, old runtime.Object) field.ErrorList
 	// SpecChanged reports a spec change; when set, metadata.generation starts
 	// at 1 and is bumped on every spec change.
 	SpecChanged func(obj, old runtime.Object) bool

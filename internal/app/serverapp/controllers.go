@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/namespace"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
@@ -37,6 +39,7 @@ import (
 type controllerDeps struct {
 	opts     Controllers
 	client   kubernetes.Interface
+	metadata metadata.Interface
 	clock    clock.WithTicker
 	logger   *slog.Logger
 	registry prometheus.Registerer
@@ -102,6 +105,9 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 	if sel.Enabled(disruption.ControllerName) {
 		out = append(out, disruption.NewController(disruption.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
 	}
+	if sel.Enabled(namespace.ControllerName) {
+		out = append(out, namespace.NewController(namespace.Config{Client: d.client, Metadata: d.metadata, Clock: d.clock, Logger: d.logger}))
+	}
 	if sel.Enabled(garbagecollector.ControllerName) {
 		cfg := garbagecollector.DefaultConfig()
 		cfg.Client, cfg.Clock, cfg.Logger = d.client, d.clock, d.logger
@@ -125,12 +131,13 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 	return out, nlc, nil
 }
 
-// controllerClient is the controllers' own client: over the server's own
-// HTTPS endpoint, as system:kube-controller-manager (authz trusts it).
-func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, error) {
+// controllerClient is the controllers' own client, and a metadata-only
+// client beside it: over the server's own HTTPS endpoint, as
+// system:kube-controller-manager (authz trusts it).
+func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, metadata.Interface, error) {
 	certPEM, keyPEM, err := cluster.IssueClientCert(authz.UserControllerManager, nil, 365*24*time.Hour)
 	if err != nil {
-		return nil, fmt.Errorf("controller client certificate: %w", err)
+		return nil, nil, fmt.Errorf("controller client certificate: %w", err)
 	}
 	cfg := &rest.Config{
 		Host:            url,
@@ -148,9 +155,13 @@ func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, e
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("controller client: %w", err)
+		return nil, nil, fmt.Errorf("controller client: %w", err)
 	}
-	return cs, nil
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller metadata client: %w", err)
+	}
+	return cs, md, nil
 }
 
 // runControllers runs the controller manager until ctx ends.

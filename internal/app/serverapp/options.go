@@ -248,8 +248,8 @@ func (o *Options) Validate() error {
 	if o.MinRequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--min-request-timeout must be > 0, got %d", o.MinRequestTimeout))
 	}
-	if o.EventTTL < 0 {
-		errs = append(errs, fmt.Errorf("--event-ttl must be >= 0, got %v", o.EventTTL))
+	if o.EventTTL < 0 || (o.EventTTL > 0 && o.EventTTL < time.Second) {
+		errs = append(errs, fmt.Errorf("--event-ttl must be 0 or at least 1s, got %v", o.EventTTL))
 	}
 	if o.BookmarkInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--watch-bookmark-interval must be > 0, got %v", o.BookmarkInterval))

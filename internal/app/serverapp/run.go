@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
@@ -26,6 +26,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/join/joinstate"
@@ -55,108 +56,244 @@ const (
 )
 
 // Run starts the server and blocks until ctx ends, then stops cleanly:
-// readiness goes false, open watches end, in-flight requests finish, and
-// storage closes.
-func Run(ctx context.Context, cfg Config) (err error) {
-	o := cfg.Options
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
+// controllers stop (releasing leadership), readiness goes false, open
+// watches end, in-flight requests finish, and storage closes.
+func Run(ctx context.Context, cfg Config) error {
+	s := newServer(cfg)
+	start := s.clock.Now()
+	if err := s.prepareDataDir(); err != nil {
+		return err
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
+	if err := s.loadCredentials(); err != nil {
+		return err
 	}
-	start := cfg.Clock.Now()
-	loosened, err := privdir.Ensure(o.DataDir)
+	closeStorage, err := s.openStores(ctx)
 	if err != nil {
-		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
+		return err
+	}
+	defer closeStorage()
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.buildJoin(); err != nil {
+		return err
+	}
+	s.startCompactors(runCtx)
+	if err := s.buildAPI(); err != nil {
+		return err
+	}
+	defer s.startAPI(runCtx)() // stops the API's background work before storage closes
+	handler, err := s.buildHandler()
+	if err != nil {
+		return err
+	}
+	ln, url, err := listen(s.opts.Listen)
+	if err != nil {
+		return err
+	}
+	ctrl, err := s.buildControllerSet(url)
+	if err == nil {
+		err = s.writeAdminKubeconfig(url)
+	}
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv, serveErr := s.serve(ln, handler)
+	go refreshCertificates(runCtx, s.cluster, s.clock, s.log)
+	if err := waitReady(ctx, s.api, s.clock); err != nil {
+		shutdown(srv, s.api, s.opts.ShutdownTimeout, s.log)
+		return err
+	}
+	s.started.Store(true)
+	s.log.Info("nodeplane server ready", "url", url, "kubeconfig", s.kubeconfigPath(), "startup", s.clock.Since(start).Round(time.Millisecond))
+	ctrlDone, stopControllers := s.startControllers(runCtx, ctrl)
+	defer stopControllers()
+	if cfg.Ready != nil {
+		cfg.Ready(url)
+	}
+	if err := s.wait(ctx, serveErr, ctrlDone, stopControllers); err != nil {
+		return err
+	}
+	// Controllers stop first (releasing leadership) while the API still serves.
+	if err := stopControllers(); err != nil {
+		s.log.Warn("controllers stopped with an error", "err", err)
+	}
+	s.shuttingDown.Store(true)
+	if s.opts.ShutdownDelay > 0 {
+		<-s.clock.After(s.opts.ShutdownDelay)
+	}
+	shutdown(srv, s.api, s.opts.ShutdownTimeout, s.log)
+	return nil
+}
+
+// server is what Run's steps build and share.
+type server struct {
+	opts  Options
+	log   *slog.Logger
+	clock clock.WithTicker
+	// reg holds our metrics; the embedded etcd registers its own (WAL fsync,
+	// backend commit, ...) and the Go and process collectors in the default
+	// registry. /metrics serves both.
+	reg *prometheus.Registry
+
+	cluster    *pki.Cluster
+	joinSecret string
+
+	store     *etcd.Store
+	overrides map[schema.GroupResource]storage.Interface
+	// allStores are the main store and the overrides: compacted and
+	// checked by the health endpoints.
+	allStores []*etcd.Store
+
+	joinServer *join.Server
+	joinTokens http.Handler
+	// joinNodes lets the takeover check read Nodes and Leases through the
+	// API once the controllers' client exists.
+	joinNodes *joinstate.APINodes
+
+	authorizer *authz.Authorizer
+	api        *apiserver.Server
+	docs       *openapi.Documents
+	// nlc is the node lifecycle controller, set once the listener's port is
+	// known, for the zones view.
+	nlc atomic.Pointer[nodelifecycle.Controller]
+	// started turns true once the system namespaces exist: until then a
+	// client that trusts /readyz could find "default" missing.
+	started, shuttingDown atomic.Bool
+}
+
+func newServer(cfg Config) *server {
+	s := &server{opts: cfg.Options, log: cfg.Logger, clock: cfg.Clock, reg: prometheus.NewRegistry()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	return s
+}
+
+// prepareDataDir creates --data-dir or tightens its mode to 0700.
+func (s *server) prepareDataDir() error {
+	loosened, err := privdir.Ensure(s.opts.DataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir %s: %w", s.opts.DataDir, err)
 	}
 	if loosened != 0 {
 		// It holds the CA key, the admin credentials, the join secret and
 		// the etcd data: a looser mode left by an installer or an older
 		// version must not stay.
-		log.Warn("tightened the data dir to 0700", "dir", o.DataDir, "was", fmt.Sprintf("%#o", loosened))
+		s.log.Warn("tightened the data dir to 0700", "dir", s.opts.DataDir, "was", fmt.Sprintf("%#o", loosened))
 	}
+	return nil
+}
 
-	cluster, err := pki.EnsureCluster(pki.Config{Dir: filepath.Join(o.DataDir, pkiDir), Hosts: o.TLSSANs, Clock: cfg.Clock})
+// loadCredentials loads or issues the cluster's certificates and the join
+// secret.
+func (s *server) loadCredentials() error {
+	cluster, err := pki.EnsureCluster(pki.Config{Dir: filepath.Join(s.opts.DataDir, pkiDir), Hosts: s.opts.TLSSANs, Clock: s.clock})
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
 	for _, is := range cluster.Issued() {
-		log.Info("issued certificate", "file", is.File, "reason", is.Reason)
+		s.log.Info("issued certificate", "file", is.File, "reason", is.Reason)
 	}
-	joinSecret, err := pki.EnsureToken(filepath.Join(o.DataDir, NodeTokenFile))
+	secret, err := pki.EnsureToken(filepath.Join(s.opts.DataDir, NodeTokenFile))
 	if err != nil {
 		return fmt.Errorf("node token: %w", err)
 	}
+	s.cluster, s.joinSecret = cluster, secret
+	return nil
+}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	stores, closeStorage, err := openStorage(ctx, o, log)
+// openStores opens etcd (openStorage) and the stores over it, and returns
+// the function that closes it.
+func (s *server) openStores(ctx context.Context) (func(), error) {
+	configs, closeStorage, err := openStorage(ctx, s.opts, s.log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeStorage()
-
-	// Our metrics go to reg; the embedded etcd registers its own (WAL fsync,
-	// backend commit, ...) and the Go and process collectors in the default
-	// registry. /metrics serves both.
-	reg := prometheus.NewRegistry()
-	storageMetrics, err := etcd.NewMetrics(reg)
+	metrics, err := etcd.NewMetrics(s.reg)
 	if err != nil {
-		return err
+		closeStorage()
+		return nil, err
 	}
-	stores.main.Metrics, stores.main.Clock = storageMetrics, cfg.Clock
-	store, err := etcd.New(stores.main)
-	if err != nil {
-		return err
+	// Events expire in storage (kube-apiserver's --event-ttl): etcd deletes
+	// each event key when its lease runs out.
+	var ttls []etcd.KeyTTL
+	if s.opts.EventTTL > 0 {
+		ttls = []etcd.KeyTTL{{Prefix: registry.Events().Prefix() + "/", TTL: s.opts.EventTTL}}
 	}
-	overrides := map[schema.GroupResource]storage.Interface{}
-	compacted := []*etcd.Store{store}
-	for gr, c := range stores.overrides {
-		c.Metrics, c.Clock = storageMetrics, cfg.Clock
+	open := func(c etcd.Config) (*etcd.Store, error) {
+		c.Metrics, c.Clock, c.TTLs = metrics, s.clock, ttls
 		st, err := etcd.New(c)
-		if err != nil {
-			return err
+		if err == nil {
+			s.allStores = append(s.allStores, st)
 		}
-		overrides[gr] = st
-		compacted = append(compacted, st)
+		return st, err
 	}
-	// Join tokens and issued node identities live in etcd, shared by every
-	// server of the cluster; the takeover check reads Nodes and Leases
-	// through the API once its client exists (joinNodes.SetClient below).
-	joinState, err := joinstate.New(joinstate.Config{Storage: store, CAPEM: cluster.CAPEM(), Clock: cfg.Clock})
+	if s.store, err = open(configs.main); err != nil {
+		closeStorage()
+		return nil, err
+	}
+	s.overrides = map[schema.GroupResource]storage.Interface{}
+	for gr, c := range configs.overrides {
+		st, err := open(c)
+		if err != nil {
+			closeStorage()
+			return nil, err
+		}
+		s.overrides[gr] = st
+	}
+	return closeStorage, nil
+}
+
+// buildJoin builds the join endpoint and the join-token API. Join tokens
+// and issued node identities live in etcd, shared by every server of the
+// cluster.
+func (s *server) buildJoin() error {
+	state, err := joinstate.New(joinstate.Config{Storage: s.store, CAPEM: s.cluster.CAPEM(), Clock: s.clock})
 	if err != nil {
 		return err
 	}
-	joinNodes := new(joinstate.APINodes)
-	joinServer, err := join.NewServer(join.ServerConfig{
-		Cluster: cluster, Token: joinSecret, Tokens: joinState, Identities: joinState, Nodes: joinNodes,
-		Clock: cfg.Clock, Logger: log,
+	s.joinNodes = new(joinstate.APINodes)
+	s.joinServer, err = join.NewServer(join.ServerConfig{
+		Cluster: s.cluster, Token: s.joinSecret, Tokens: state, Identities: state, Nodes: s.joinNodes,
+		Clock: s.clock, Logger: s.log,
 	})
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	joinTokens, err := joinstate.NewHandler(joinstate.HandlerConfig{Store: joinState, Clock: cfg.Clock, Logger: log})
+	s.joinTokens, err = joinstate.NewHandler(joinstate.HandlerConfig{Store: state, Clock: s.clock, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	if o.CompactionInterval > 0 {
-		for _, st := range compacted {
-			go etcd.RunCompactor(runCtx, st, etcd.CompactorConfig{Interval: o.CompactionInterval, Clock: cfg.Clock, Logger: log})
-		}
-	}
+	return nil
+}
 
-	authorizer := authz.New(authz.Config{Modes: o.AuthorizationModes})
-	nodeClient, err := kubeletClient(cluster)
+// startCompactors compacts every store each --compaction-interval.
+func (s *server) startCompactors(ctx context.Context) {
+	if s.opts.CompactionInterval <= 0 {
+		return
+	}
+	for _, st := range s.allStores {
+		go etcd.RunCompactor(ctx, st, etcd.CompactorConfig{Interval: s.opts.CompactionInterval, Clock: s.clock, Logger: s.log})
+	}
+}
+
+// buildAPI builds the API handler over the stores, and the OpenAPI
+// documents of the resources it serves.
+func (s *server) buildAPI() error {
+	nodeClient, err := kubeletClient(s.cluster)
 	if err != nil {
 		return err
 	}
 	resources := registry.All()
-	api, err := apiserver.New(apiserver.Config{
-		Storage:          store,
-		StorageOverrides: overrides,
+	o := s.opts
+	s.authorizer = authz.New(authz.Config{Modes: s.opts.AuthorizationModes})
+	s.api, err = apiserver.New(apiserver.Config{
+		Storage:          s.store,
+		StorageOverrides: s.overrides,
 		Resources:        resources,
 		Admission: []admission.Plugin{
 			admission.DefaultTolerationSeconds{
@@ -166,180 +303,210 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			admission.NodeRestriction{},
 			admission.TaintNodesByCondition{},
 		},
-		Authorizer: authorizer,
+		Authorizer: s.authorizer,
 		NodeClient: nodeClient,
 		Version:    version.Info(),
-		Clock:      cfg.Clock,
-		Logger:     log,
-		Metrics:    apiserver.NewMetrics(reg),
+		Clock:      s.clock,
+		Logger:     s.log,
+		Metrics:    apiserver.NewMetrics(s.reg),
 
 		BookmarkInterval: o.BookmarkInterval,
-		EventTTL:         o.EventTTL,
 		MinWatchTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,
 	})
 	if err != nil {
 		return err
 	}
-	docs, err := openapi.New(openAPIResources(resources), openapi.Info{Version: version.Info().GitVersion})
+	s.docs, err = openapi.New(openAPIResources(resources), openapi.Info{Version: version.Info().GitVersion})
 	if err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}
-	var apiWG sync.WaitGroup
-	apiWG.Add(1)
-	go func() {
-		defer apiWG.Done()
-		api.Run(runCtx)
-	}()
-	defer apiWG.Wait()
-	defer cancel()
+	return nil
+}
 
-	authenticator := authn.Union{authn.ClientCert{}, joinServer.NodeTokens()}
-	if o.TokenFile != "" {
-		tokens, err := authn.LoadTokenFile(o.TokenFile)
+// startAPI runs the API's background work (watch caches) until ctx ends;
+// the returned function cancels ctx and waits for it to stop.
+func (s *server) startAPI(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.api.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// buildHandler is the whole HTTP surface: health and version open to all,
+// joining checked by the join server itself, everything else authenticated
+// and authorized, the API behind the in-flight limit.
+func (s *server) buildHandler() (http.Handler, error) {
+	authenticator := authn.Union{authn.ClientCert{}, s.joinServer.NodeTokens()}
+	if s.opts.TokenFile != "" {
+		tokens, err := authn.LoadTokenFile(s.opts.TokenFile)
 		if err != nil {
-			return fmt.Errorf("--token-auth-file: %w", err)
+			return nil, fmt.Errorf("--token-auth-file: %w", err)
 		}
 		authenticator = append(authenticator, tokens)
 	}
-
-	// started turns true once the system namespaces exist: until then a
-	// client that trusts /readyz could find "default" missing.
-	var started, shuttingDown atomic.Bool
 	mux := http.NewServeMux()
-	health := func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" {
-			if !started.Load() {
-				http.Error(w, "starting: system namespaces not created yet", http.StatusServiceUnavailable)
-				return
-			}
-			if shuttingDown.Load() {
-				http.Error(w, "shutting down", http.StatusServiceUnavailable)
-				return
-			}
-			if err := api.Ready(); err != nil {
-				http.Error(w, err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		if r.URL.Path != "/livez" {
-			cctx, ccancel := context.WithTimeout(r.Context(), 2*time.Second)
-			defer ccancel()
-			for _, st := range compacted {
-				if _, err := st.CurrentRevision(cctx); err != nil {
-					http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
-					return
-				}
-			}
-		}
-		_, _ = w.Write([]byte("ok"))
-	}
-	mux.HandleFunc("/healthz", health)
-	mux.HandleFunc("/livez", health)
-	mux.HandleFunc("/readyz", health)
+	mux.HandleFunc("/healthz", s.health)
+	mux.HandleFunc("/livez", s.health)
+	mux.HandleFunc("/readyz", s.health)
 	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(version.Info())
 	})
 	// Joining happens before a node has credentials: the join server
 	// checks the join secret (or, to renew, the node's certificate) itself.
-	mux.Handle(join.PathPrefix, withDeadline(joinServer, o.RequestTimeout))
+	mux.Handle(join.PathPrefix, withDeadline(s.joinServer, s.opts.RequestTimeout))
 	protected := http.NewServeMux()
-	var nlc atomic.Pointer[nodelifecycle.Controller] // set once the listener's port is known
-	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&nlc))
-	protected.Handle(joinstate.Path, joinTokens)
-	protected.Handle(joinstate.Path+"/", joinTokens)
-	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
-	protected.Handle("/openapi/", docs.Handler())
-	protected.Handle("/swagger-2.0.0.pb-v1", docs.Handler())
-	limited, err := apiserver.LimitInFlight(api, apiserver.InFlightConfig{
-		Seats:          o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
-		RequestTimeout: o.RequestTimeout,
-		Registerer:     reg,
+	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&s.nlc))
+	protected.Handle(joinstate.Path, s.joinTokens)
+	protected.Handle(joinstate.Path+"/", s.joinTokens)
+	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
+	protected.Handle("/openapi/", s.docs.Handler())
+	protected.Handle("/swagger-2.0.0.pb-v1", s.docs.Handler())
+	limited, err := apiserver.LimitInFlight(s.api, apiserver.InFlightConfig{
+		Seats:          s.opts.MaxRequestsInflight + s.opts.MaxMutatingRequestsInflight,
+		RequestTimeout: s.opts.RequestTimeout,
+		Registerer:     s.reg,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	protected.Handle("/", limited)
-	mux.Handle("/", authn.Middleware(authenticator, authorizer.NonResourceWith(api.Objects(), protected), authn.Unauthorized))
+	mux.Handle("/", authn.Middleware(authenticator, s.authorizer.NonResourceWith(s.api.Objects(), protected), authn.Unauthorized))
+	return mux, nil
+}
 
-	ln, err := net.Listen("tcp", o.Listen)
+// health serves /healthz, /livez and /readyz: /readyz also needs the
+// system namespaces and the watch caches, and fails while shutting down;
+// all but /livez check that every store answers.
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/readyz" {
+		if !s.started.Load() {
+			http.Error(w, "starting: system namespaces not created yet", http.StatusServiceUnavailable)
+			return
+		}
+		if s.shuttingDown.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if err := s.api.Ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if r.URL.Path != "/livez" {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		for _, st := range s.allStores {
+			if _, err := st.CurrentRevision(ctx); err != nil {
+				http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+// listen opens --listen and returns the URL clients reach it at.
+func listen(addr string) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.Listen, err)
+		return nil, "", fmt.Errorf("--listen %s: %w", addr, err)
 	}
-	url := pki.ClientURL(ln.Addr())
-	ctrlClient, err := controllerClient(cluster, url)
+	return ln, pki.ClientURL(ln.Addr()), nil
+}
+
+// buildControllerSet builds the controllers with their own client to the
+// server at url, and hands that client to the join server's takeover check.
+func (s *server) buildControllerSet(url string) (controllerSet, error) {
+	client, md, err := controllerClient(s.cluster, url)
 	if err != nil {
-		ln.Close()
-		return err
+		return controllerSet{}, err
 	}
-	controllers, lifecycle, err := buildControllers(controllerDeps{opts: o.Controllers, client: ctrlClient, clock: cfg.Clock, logger: log, registry: reg})
+	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg})
 	if err != nil {
-		ln.Close()
-		return err
+		return controllerSet{}, err
 	}
-	nlc.Store(lifecycle)
-	joinNodes.SetClient(ctrlClient)
-	certPEM, keyPEM := cluster.AdminCredentials()
-	kubeconfig := filepath.Join(o.DataDir, AdminKubeconfigFile)
-	if err := pki.WriteKubeconfig(kubeconfig, url, cluster.CAPEM(), certPEM, keyPEM, pki.DefaultContextName); err != nil {
-		ln.Close()
-		return fmt.Errorf("write %s: %w", kubeconfig, err)
+	s.nlc.Store(lifecycle)
+	s.joinNodes.SetClient(client)
+	return controllerSet{client: client, controllers: controllers}, nil
+}
+
+// controllerSet is the controllers and the client they share.
+type controllerSet struct {
+	client      kubernetes.Interface
+	controllers []manager.Controller
+}
+
+func (s *server) kubeconfigPath() string { return filepath.Join(s.opts.DataDir, AdminKubeconfigFile) }
+
+// writeAdminKubeconfig writes the admin's kubeconfig for the server at url.
+func (s *server) writeAdminKubeconfig(url string) error {
+	certPEM, keyPEM := s.cluster.AdminCredentials()
+	path := s.kubeconfigPath()
+	if err := pki.WriteKubeconfig(path, url, s.cluster.CAPEM(), certPEM, keyPEM, pki.DefaultContextName); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return nil
+}
+
+// serve serves handler over TLS on ln; the channel receives the error
+// that ends serving.
+func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-chan error) {
 	srv := &http.Server{
-		Handler:   mux,
-		TLSConfig: cluster.ServingTLSConfig(),
+		Handler:   handler,
+		TLSConfig: s.cluster.ServingTLSConfig(),
 		// Headers must arrive within 30 s (the TLS handshake too); bodies
 		// are bounded per request by --request-timeout (LimitInFlight). An
 		// idle keep-alive connection is closed after 90 s.
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       90 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
-	go refreshCertificates(runCtx, cluster, cfg.Clock, log)
+	return srv, serveErr
+}
 
-	if err := waitReady(ctx, api, cfg.Clock); err != nil {
-		shutdown(srv, api, o.ShutdownTimeout, log)
+// startControllers runs the controller manager until ctx ends or stop is
+// called. done is closed when it has ended (by itself or stopped); stop
+// cancels it, waits for it and returns its result, and may be called more
+// than once.
+func (s *server) startControllers(ctx context.Context, set controllerSet) (done <-chan struct{}, stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	var err error
+	go func() {
+		defer close(finished)
+		err = runControllers(ctx, s.opts.Controllers, set.client, set.controllers, s.clock, s.log)
+	}()
+	return finished, func() error {
+		cancel()
+		<-finished
 		return err
 	}
-	started.Store(true)
-	log.Info("nodeplane server ready", "url", url, "kubeconfig", kubeconfig, "startup", cfg.Clock.Since(start).Round(time.Millisecond))
-	ctrlCtx, stopControllers := context.WithCancel(runCtx)
-	ctrlDone := make(chan error, 1)
-	go func() {
-		ctrlDone <- runControllers(ctrlCtx, o.Controllers, ctrlClient, controllers, cfg.Clock, log)
-	}()
-	defer func() {
-		stopControllers()
-		<-ctrlDone
-	}()
-	if cfg.Ready != nil {
-		cfg.Ready(url)
-	}
+}
+
+// wait blocks until ctx ends (nil), serving fails, or the controllers end
+// by themselves (an error unless they ended cleanly).
+func (s *server) wait(ctx context.Context, serveErr <-chan error, ctrlDone <-chan struct{}, stopControllers func() error) error {
 	select {
 	case <-ctx.Done():
-		log.Info("stopping")
+		s.log.Info("stopping")
+		return nil
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
-	case err := <-ctrlDone:
-		ctrlDone <- err // for the deferred wait
-		if err != nil {
+	case <-ctrlDone:
+		if err := stopControllers(); err != nil {
 			return fmt.Errorf("controllers: %w", err)
 		}
+		return nil
 	}
-	// Controllers stop first (releasing leadership) while the API still serves.
-	stopControllers()
-	if err := <-ctrlDone; err != nil {
-		log.Warn("controllers stopped with an error", "err", err)
-	}
-	ctrlDone <- nil
-	shuttingDown.Store(true)
-	if o.ShutdownDelay > 0 {
-		<-cfg.Clock.After(o.ShutdownDelay)
-	}
-	shutdown(srv, api, o.ShutdownTimeout, log)
-	return nil
 }
 
 // shutdown ends watches, then lets in-flight requests finish, all within

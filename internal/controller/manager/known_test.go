@@ -9,6 +9,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/namespace"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
@@ -27,7 +28,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 	built := []string{
 		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
-		daemonset.ControllerName, disruption.ControllerName, scheduler.Name,
+		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, scheduler.Name,
 		persistentvolume.ControllerName, attachdetach.ControllerName,
 	}
 	for _, name := range built {

@@ -171,7 +171,7 @@ func runTerm(ctx context.Context, cfg Config) {
 var Known = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
-	"disruption-controller", "scheduler",
+	"disruption-controller", "namespace-controller", "scheduler",
 	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller",
 }
 

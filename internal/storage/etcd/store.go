@@ -47,6 +47,8 @@ type Config struct {
 	Metrics *Metrics
 	// Clock times requests for Metrics. Default: the real clock.
 	Clock clock.PassiveClock
+	// TTLs give the keys under some prefixes a time to live (see KeyTTL).
+	TTLs []KeyTTL
 }
 
 // Store is the etcd implementation of storage.Interface.
@@ -59,6 +61,8 @@ type Store struct {
 	watcher  clientv3.Watcher
 	metrics  *Metrics
 	clock    clock.PassiveClock
+	// leases attach the TTL leases; nil when no key has a TTL.
+	leases *leases
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -86,7 +90,15 @@ func New(cfg Config) (*Store, error) {
 			grpc.MaxCallRecvMsgSize(math.MaxInt32),
 		}
 	}
+	var ls *leases
+	if len(cfg.TTLs) > 0 {
+		var err error
+		if ls, err = newLeases(cfg.Client.Lease, cfg.Clock, cfg.TTLs); err != nil {
+			return nil, err
+		}
+	}
 	return &Store{
+		leases:   ls,
 		client:   cfg.Client,
 		kv:       cfg.Client.KV,
 		rawKV:    cfg.KV,

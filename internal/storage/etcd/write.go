@@ -25,6 +25,10 @@ import (
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	defer s.observe(opCreate, s.clock.Now())
 	k := []byte(key)
+	lease, err := s.leases.forKey(ctx, key)
+	if err != nil {
+		return 0, wrapError("create", key, err)
+	}
 	resp, err := s.txn(ctx, &pb.TxnRequest{
 		Compare: []*pb.Compare{{
 			Key:         k,
@@ -32,8 +36,11 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 			Result:      pb.Compare_EQUAL,
 			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: 0},
 		}},
-		Success: []*pb.RequestOp{putOp(k, value)},
+		Success: []*pb.RequestOp{putOp(k, value, lease)},
 	})
+	if leaseLost(err) {
+		s.leases.drop(lease)
+	}
 	if err != nil {
 		return 0, wrapError("create", key, err)
 	}
@@ -55,11 +62,18 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 		return 0, fmt.Errorf("update %q at revision %d: %w", key, expectedRevision, errInvalidRevision)
 	}
 	k := []byte(key)
+	lease, err := s.leases.forKey(ctx, key)
+	if err != nil {
+		return 0, wrapError("update", key, err)
+	}
 	resp, err := s.txn(ctx, &pb.TxnRequest{
 		Compare: modRevisionIs(k, expectedRevision),
-		Success: []*pb.RequestOp{putOp(k, value)},
+		Success: []*pb.RequestOp{putOp(k, value, lease)},
 		Failure: []*pb.RequestOp{getOp(k)},
 	})
+	if leaseLost(err) {
+		s.leases.drop(lease)
+	}
 	if err != nil {
 		return 0, wrapError("update", key, err)
 	}
@@ -122,8 +136,9 @@ func modRevisionIs(key []byte, rev int64) []*pb.Compare {
 	}}
 }
 
-func putOp(key, value []byte) *pb.RequestOp {
-	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Value: value}}}
+// putOp puts value under key, attached to lease unless it is 0.
+func putOp(key, value []byte, lease int64) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Value: value, Lease: lease}}}
 }
 
 func getOp(key []byte) *pb.RequestOp {
