@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/ownership"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
 )
 
@@ -80,24 +80,23 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	c.deployments = di.Lister()
 	c.sets = si.Lister()
 	var err error
-	if c.setIndex, err = replicaset.OwnerIndexer(si.Informer()); err != nil {
+	if c.setIndex, err = ownership.OwnerIndexer(si.Informer()); err != nil {
 		return err
 	}
-	if c.pods, err = replicaset.OwnerIndexer(pi.Informer()); err != nil {
+	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
 		return err
 	}
-	if _, err := di.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
+	if _, err := di.Informer().AddEventHandler(ownership.EnqueueFuncs(c.queue.Add, nil)); err != nil {
 		return err
 	}
-	if _, err := si.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addSet,
-		UpdateFunc: c.updateSet,
-		DeleteFunc: c.deleteSet,
-	}); err != nil {
+	h := &ownership.Handlers[*appsv1.Deployment]{
+		Kind:     Kind,
+		Get:      func(ns, name string) (*appsv1.Deployment, error) { return c.deployments.Deployments(ns).Get(name) },
+		List:     func(ns string) ([]*appsv1.Deployment, error) { return c.deployments.Deployments(ns).List(labels.Everything()) },
+		Selector: func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
+		Enqueue:  c.queue.Add,
+	}
+	if _, err := si.Informer().AddEventHandler(h.Funcs()); err != nil {
 		return err
 	}
 	_, err = pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -133,7 +132,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	sets, err := replicaset.Candidates[*appsv1.ReplicaSet](c.setIndex, d)
+	sets, err := ownership.Candidates[*appsv1.ReplicaSet](c.setIndex, d)
 	if err != nil {
 		return 0, err
 	}
@@ -152,10 +151,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	for _, e := range plan.Events {
 		c.recorder.Event(d, e.Type, e.Reason, e.Message)
 	}
-	if err := c.claim(ctx, d, plan); err != nil {
+	client := c.cfg.Client.AppsV1().ReplicaSets(ns)
+	if err := ownership.ApplyClaim(ctx, d, Kind, c.cfg.Client.AppsV1().Deployments(ns).Get, client.Patch,
+		ownership.Claimed[*appsv1.ReplicaSet]{Adopt: plan.Adopt, Release: plan.Release}); err != nil {
 		return 0, err
 	}
-	client := c.cfg.Client.AppsV1().ReplicaSets(ns)
 	if w := plan.Create; w != nil {
 		if done, err := c.create(ctx, d, w, now); done || err != nil {
 			return 0, err
@@ -223,7 +223,7 @@ func (c *Controller) podsOf(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) (ma
 		if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != d.UID {
 			continue
 		}
-		objs, err := c.pods.ByIndex(replicaset.OwnerIndex, replicaset.ControlledKey(rs.UID))
+		objs, err := c.pods.ByIndex(ownership.OwnerIndex, ownership.ControlledKey(rs.UID))
 		if err != nil {
 			return nil, err
 		}
@@ -236,128 +236,9 @@ func (c *Controller) podsOf(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) (ma
 	return out, nil
 }
 
-// claim adopts and releases ReplicaSets, rechecking with the API server
-// that d still exists and is not being deleted before adopting.
-func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment, plan Plan) error {
-	if len(plan.Adopt) > 0 {
-		fresh, err := c.cfg.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("recheck deployment %s/%s before adopting: %w", d.Namespace, d.Name, err)
-		}
-		if fresh.UID != d.UID || fresh.DeletionTimestamp != nil {
-			return fmt.Errorf("deployment %s/%s is gone or being deleted: not adopting", d.Namespace, d.Name)
-		}
-	}
-	client := c.cfg.Client.AppsV1().ReplicaSets(d.Namespace)
-	ref := *metav1.NewControllerRef(d, Kind)
-	var errs []error
-	for _, rs := range plan.Adopt {
-		if _, err := client.Patch(ctx, rs.Name, types.StrategicMergePatchType, replicaset.AdoptPatch(ref, rs.UID), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("adopt replica set %s: %w", rs.Name, err))
-		}
-	}
-	for _, rs := range plan.Release {
-		if _, err := client.Patch(ctx, rs.Name, types.StrategicMergePatchType, replicaset.ReleasePatch(d.UID, rs.UID), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release replica set %s: %w", rs.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func (c *Controller) event(d *appsv1.Deployment, e *Event) {
 	if e != nil {
 		c.recorder.Event(d, e.Type, e.Reason, e.Message)
-	}
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
-// owner returns the key of the Deployment ref names in ns, if cached with
-// ref's UID.
-func (c *Controller) owner(ns string, ref *metav1.OwnerReference) (string, bool) {
-	if ref == nil || ref.Kind != Kind.Kind || ref.APIVersion != Kind.GroupVersion().String() {
-		return "", false
-	}
-	d, err := c.deployments.Deployments(ns).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return "", false
-	}
-	return ns + "/" + ref.Name, true
-}
-
-// enqueueMatching enqueues the Deployments whose selector matches an
-// orphan ReplicaSet.
-func (c *Controller) enqueueMatching(rs *appsv1.ReplicaSet) {
-	ds, err := c.deployments.Deployments(rs.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, d := range ds {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		c.queue.Add(rs.Namespace + "/" + d.Name)
-	}
-}
-
-func (c *Controller) addSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if key, ok := c.owner(rs.Namespace, ref); ok {
-			c.queue.Add(key)
-		}
-		return
-	}
-	if rs.DeletionTimestamp == nil {
-		c.enqueueMatching(rs)
-	}
-}
-
-func (c *Controller) updateSet(old, cur any) {
-	o, ok1 := old.(*appsv1.ReplicaSet)
-	rs, ok2 := cur.(*appsv1.ReplicaSet)
-	if !ok1 || !ok2 {
-		return
-	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(o), metav1.GetControllerOfNoCopy(rs)
-	refChanged := !apiequality.Semantic.DeepEqual(oldRef, curRef)
-	if refChanged && oldRef != nil {
-		if key, ok := c.owner(o.Namespace, oldRef); ok {
-			c.queue.Add(key)
-		}
-	}
-	if curRef != nil {
-		if key, ok := c.owner(rs.Namespace, curRef); ok {
-			c.queue.Add(key)
-		}
-		return
-	}
-	if refChanged || !labels.Equals(o.Labels, rs.Labels) {
-		c.enqueueMatching(rs)
-	}
-}
-
-func (c *Controller) deleteSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
-		if !isTomb {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
-	}
-	if key, ok := c.owner(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); ok {
-		c.queue.Add(key)
 	}
 }
 
@@ -383,11 +264,10 @@ func (c *Controller) podGone(obj any) {
 		return
 	}
 	dref := metav1.GetControllerOfNoCopy(rs)
-	key, ok := c.owner(rs.Namespace, dref)
-	if !ok {
+	if dref == nil || dref.Kind != Kind.Kind || dref.APIVersion != Kind.GroupVersion().String() {
 		return
 	}
-	if d, err := c.deployments.Deployments(rs.Namespace).Get(dref.Name); err == nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		c.queue.Add(key)
+	if d, err := c.deployments.Deployments(rs.Namespace).Get(dref.Name); err == nil && d.UID == dref.UID && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		c.queue.Add(rs.Namespace + "/" + dref.Name)
 	}
 }
