@@ -11,13 +11,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
@@ -40,31 +37,19 @@ func DefaultConfig() Config { return Config{Workers: 5} }
 
 // Controller is the shell around Decide.
 type Controller struct {
-	cfg Config
+	ownership.Shell
 
 	// per term
 	deployments appslisters.DeploymentLister
 	sets        appslisters.ReplicaSetLister
 	setIndex    cache.Indexer
 	pods        cache.Indexer
-	queue       workqueue.TypedRateLimitingInterface[string]
-	recorder    record.EventRecorder
 }
 
 // NewController returns the controller; zero Config fields take
 // DefaultConfig's values.
 func NewController(cfg Config) *Controller {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultConfig().Workers
-	}
-	cfg.Logger = cfg.Logger.With("controller", ControllerName)
-	return &Controller{cfg: cfg}
+	return &Controller{Shell: ownership.NewShell(ControllerName, cfg.Client, cfg.Clock, cfg.Logger, cfg.Workers, DefaultConfig().Workers)}
 }
 
 // Name implements manager.Controller.
@@ -72,8 +57,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment", Clock: c.cfg.Clock})
+	c.StartTerm("deployment", 0)
 	di := term.Informers.Apps().V1().Deployments()
 	si := term.Informers.Apps().V1().ReplicaSets()
 	pi := term.Informers.Core().V1().Pods()
@@ -86,16 +70,10 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
 		return err
 	}
-	if _, err := di.Informer().AddEventHandler(ownership.EnqueueFuncs(c.queue.Add, nil)); err != nil {
+	if _, err := di.Informer().AddEventHandler(ownership.EnqueueFuncs(c.Queue.Add, nil)); err != nil {
 		return err
 	}
-	h := &ownership.Handlers[*appsv1.Deployment]{
-		Kind:     Kind,
-		Get:      func(ns, name string) (*appsv1.Deployment, error) { return c.deployments.Deployments(ns).Get(name) },
-		List:     func(ns string) ([]*appsv1.Deployment, error) { return c.deployments.Deployments(ns).List(labels.Everything()) },
-		Selector: func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
-		Enqueue:  c.queue.Add,
-	}
+	h := ownership.NewHandlers(Kind, c.deployments.Deployments, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, c.Queue.Add, nil)
 	if _, err := si.Informer().AddEventHandler(h.Funcs()); err != nil {
 		return err
 	}
@@ -113,25 +91,14 @@ func (c *Controller) Prepare(term *manager.Term) error {
 }
 
 // Run implements manager.Controller.
-func (c *Controller) Run(ctx context.Context) {
-	recorder, stop := manager.EventRecorder(ctx, c.cfg.Client, ControllerName)
-	defer stop()
-	c.recorder = recorder
-	manager.RunWorkers(ctx, c.queue, c.cfg.Workers, c.sync, c.cfg.Logger, "deployment")
-}
+func (c *Controller) Run(ctx context.Context) { c.Shell.Run(ctx, c.sync, "deployment") }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	d, err := c.deployments.Deployments(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	d, found, err := ownership.Lookup(key, c.deployments.Deployments, nil)
+	if !found {
 		return 0, err
 	}
+	ns := d.Namespace
 	sets, err := ownership.Candidates[*appsv1.ReplicaSet](c.setIndex, d)
 	if err != nil {
 		return 0, err
@@ -142,17 +109,17 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			return 0, err
 		}
 	}
-	now := c.cfg.Clock.Now()
+	now := c.Clock.Now()
 	plan, err := Decide(Input{Deployment: d, ReplicaSets: sets, Pods: pods, Now: now})
 	if err != nil {
-		c.cfg.Logger.Error("deployment not synced", "deployment", key, "err", err)
+		c.Logger.Error("deployment not synced", "deployment", key, "err", err)
 		return 0, nil
 	}
 	for _, e := range plan.Events {
-		c.recorder.Event(d, e.Type, e.Reason, e.Message)
+		c.Recorder.Event(d, e.Type, e.Reason, e.Message)
 	}
-	client := c.cfg.Client.AppsV1().ReplicaSets(ns)
-	if err := ownership.ApplyClaim(ctx, d, Kind, c.cfg.Client.AppsV1().Deployments(ns).Get, client.Patch,
+	client := c.Client.AppsV1().ReplicaSets(ns)
+	if err := ownership.ApplyClaim(ctx, d, Kind, c.Client.AppsV1().Deployments(ns).Get, client.Patch,
 		ownership.Claimed[*appsv1.ReplicaSet]{Adopt: plan.Adopt, Release: plan.Release}); err != nil {
 		return 0, err
 	}
@@ -175,7 +142,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	if plan.Deployment != nil {
-		if _, err := c.cfg.Client.AppsV1().Deployments(ns).UpdateStatus(ctx, plan.Deployment, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.Client.AppsV1().Deployments(ns).UpdateStatus(ctx, plan.Deployment, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("update status of deployment %s: %w", key, err)
 		}
 	}
@@ -186,7 +153,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // without error: the ReplicaSet exists already (the cache is behind) and
 // its arrival will sync the Deployment again.
 func (c *Controller) create(ctx context.Context, d *appsv1.Deployment, w *Write, now time.Time) (done bool, err error) {
-	client := c.cfg.Client.AppsV1().ReplicaSets(d.Namespace)
+	client := c.Client.AppsV1().ReplicaSets(d.Namespace)
 	_, err = client.Create(ctx, w.RS, metav1.CreateOptions{})
 	switch {
 	case err == nil:
@@ -201,7 +168,7 @@ func (c *Controller) create(ctx context.Context, d *appsv1.Deployment, w *Write,
 			return true, nil
 		}
 		// Another template holds the name: hash again with a new count.
-		if _, uerr := c.cfg.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, Collided(d), metav1.UpdateOptions{}); uerr != nil {
+		if _, uerr := c.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, Collided(d), metav1.UpdateOptions{}); uerr != nil {
 			return true, fmt.Errorf("record a hash collision of deployment %s/%s: %w", d.Namespace, d.Name, uerr)
 		}
 		return true, fmt.Errorf("replica set %s/%s exists with another template (hash collision)", d.Namespace, w.RS.Name)
@@ -210,7 +177,7 @@ func (c *Controller) create(ctx context.Context, d *appsv1.Deployment, w *Write,
 		c.event(d, &ev)
 		if !apiequality.Semantic.DeepEqual(failed.Status, d.Status) {
 			// The create error is the one to report; this write is best effort.
-			_, _ = c.cfg.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{})
+			_, _ = c.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{})
 		}
 		return true, fmt.Errorf("create replica set %s/%s: %w", d.Namespace, w.RS.Name, err)
 	}
@@ -238,7 +205,7 @@ func (c *Controller) podsOf(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) (ma
 
 func (c *Controller) event(d *appsv1.Deployment, e *Event) {
 	if e != nil {
-		c.recorder.Event(d, e.Type, e.Reason, e.Message)
+		c.Recorder.Event(d, e.Type, e.Reason, e.Message)
 	}
 }
 
@@ -268,6 +235,6 @@ func (c *Controller) podGone(obj any) {
 		return
 	}
 	if d, err := c.deployments.Deployments(rs.Namespace).Get(dref.Name); err == nil && d.UID == dref.UID && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		c.queue.Add(rs.Namespace + "/" + dref.Name)
+		c.Queue.Add(rs.Namespace + "/" + dref.Name)
 	}
 }

@@ -2,6 +2,7 @@ package ownership
 
 import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -165,4 +166,43 @@ func EnqueueFuncs(enqueue func(key string), deleted func(key string, obj metav1.
 			enqueue(key)
 		},
 	}
+}
+
+// NamespaceLister is a typed lister for one namespace (client-go's
+// <Kind>NamespaceLister).
+type NamespaceLister[O any] interface {
+	Get(name string) (O, error)
+	List(selector labels.Selector) ([]O, error)
+}
+
+// NewHandlers returns the owned-object handlers of owners of kind, read
+// from the cache through byNamespace (a lister's <Kind>s method).
+func NewHandlers[O metav1.Object, L NamespaceLister[O]](kind schema.GroupVersionKind, byNamespace func(string) L, selector func(O) *metav1.LabelSelector, enqueue func(string), exp *Expectations) *Handlers[O] {
+	return &Handlers[O]{
+		Kind:         kind,
+		Get:          func(ns, name string) (O, error) { return byNamespace(ns).Get(name) },
+		List:         func(ns string) ([]O, error) { return byNamespace(ns).List(labels.Everything()) },
+		Selector:     selector,
+		Enqueue:      enqueue,
+		Expectations: exp,
+	}
+}
+
+// Lookup returns the owner key names from the cache (byNamespace: a
+// lister's <Kind>s method). found is false, with no error, when the key is
+// malformed or the owner is gone; its expectations (exp, may be nil) are
+// then forgotten.
+func Lookup[O any, L NamespaceLister[O]](key string, byNamespace func(string) L, exp *Expectations) (o O, found bool, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return o, false, nil
+	}
+	o, err = byNamespace(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		if exp != nil {
+			exp.Forget(key)
+		}
+		return o, false, nil
+	}
+	return o, err == nil, err
 }
