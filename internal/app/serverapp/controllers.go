@@ -86,7 +86,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, sched)
+		out = append(out, manager.Adapt(sched))
 	}
 	if sel.Enabled(replicaset.ControllerName) {
 		out = append(out, replicaset.NewController(replicaset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))

@@ -38,6 +38,22 @@ type Controller interface {
 	Run(ctx context.Context)
 }
 
+// InformerController is a loop that needs nothing of a term but its
+// informers (the scheduler): Adapt makes it a Controller without it
+// importing this package.
+type InformerController interface {
+	Name() string
+	PrepareInformers(informers.SharedInformerFactory) error
+	Run(ctx context.Context)
+}
+
+// Adapt returns c as a Controller.
+func Adapt(c InformerController) Controller { return adapted{c} }
+
+type adapted struct{ InformerController }
+
+func (a adapted) Prepare(term *Term) error { return a.PrepareInformers(term.Informers) }
+
 // Term is one leadership term.
 type Term struct {
 	Informers informers.SharedInformerFactory
