@@ -17,6 +17,8 @@ func All() []*Resource {
 		Deployments(),
 		ReplicaSets(),
 		DaemonSets(),
+		StatefulSets(),
+		ControllerRevisions(),
 		PodDisruptionBudgets(),
 		Leases(),
 		EventsV1(events),
