@@ -215,7 +215,9 @@ func ControllerRevisions() *Resource {
 		NewList:    func() runtime.Object { return &appsv1.ControllerRevisionList{} },
 		Printer:    printers.ControllerRevisions(),
 		Strategy: Strategy{
-			Validate: func(obj runtime.Object) field.ErrorList { return validation.ControllerRevision(obj.(*appsv1.ControllerRevision)) },
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validation.ControllerRevision(obj.(*appsv1.ControllerRevision))
+			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validation.ControllerRevisionUpdate(obj.(*appsv1.ControllerRevision), old.(*appsv1.ControllerRevision))
 			},

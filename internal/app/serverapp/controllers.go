@@ -26,6 +26,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
+	"github.com/nodeplane/nodeplane/internal/controller/statefulset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
@@ -96,6 +97,9 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 	}
 	if sel.Enabled(daemonset.ControllerName) {
 		out = append(out, daemonset.NewController(daemonset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(statefulset.ControllerName) {
+		out = append(out, statefulset.NewController(statefulset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
 	}
 	if sel.Enabled(disruption.ControllerName) {
 		out = append(out, disruption.NewController(disruption.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))

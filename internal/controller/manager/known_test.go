@@ -12,6 +12,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
+	"github.com/nodeplane/nodeplane/internal/controller/statefulset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
@@ -25,7 +26,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 	built := []string{
 		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
-		daemonset.ControllerName, disruption.ControllerName, scheduler.Name,
+		daemonset.ControllerName, disruption.ControllerName, statefulset.ControllerName, scheduler.Name,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {
