@@ -60,17 +60,16 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	pi := term.Informers.Core().V1().Pods()
 	c.sets = si.Lister()
 	c.nodes = ni.Lister()
-	var err error
-	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
-		return err
-	}
-	if _, err := si.Informer().AddEventHandler(ownership.EnqueueFuncs(c.Queue.Add, func(key string, ds metav1.Object) {
+	h := ownership.NewHandlers(Kind, c.sets.DaemonSets, func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, c.Queue.Add, c.Expectations)
+	idx, err := h.Register(si.Informer(), func(key string, ds metav1.Object) {
 		c.Expectations.Forget(key)
 		c.core.Forget(ds.GetUID())
-	})); err != nil {
+	}, pi.Informer())
+	if err != nil {
 		return err
 	}
-	if _, err := ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.pods = idx[0]
+	_, err = ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.enqueueAll() },
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
@@ -81,11 +80,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 			}
 		},
 		DeleteFunc: func(any) { c.enqueueAll() },
-	}); err != nil {
-		return err
-	}
-	h := ownership.NewHandlers(Kind, c.sets.DaemonSets, func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, c.Queue.Add, c.Expectations)
-	_, err = pi.Informer().AddEventHandler(h.Funcs())
+	})
 	return err
 }
 
@@ -93,16 +88,12 @@ func (c *Controller) Prepare(term *manager.Term) error {
 func (c *Controller) Run(ctx context.Context) { c.Shell.Run(ctx, c.sync, "daemon set") }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ds, found, err := ownership.Lookup(key, c.sets.DaemonSets, c.Expectations)
+	ds, pods, found, err := ownership.Load[*corev1.Pod](key, c.sets.DaemonSets, c.Expectations, c.pods)
 	if !found {
 		return 0, err
 	}
 	ns := ds.Namespace
 	nodes, err := c.nodes.List(labels.Everything())
-	if err != nil {
-		return 0, err
-	}
-	pods, err := ownership.Candidates[*corev1.Pod](c.pods, ds)
 	if err != nil {
 		return 0, err
 	}

@@ -63,18 +63,13 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	pi := term.Informers.Core().V1().Pods()
 	c.deployments = di.Lister()
 	c.sets = si.Lister()
-	var err error
-	if c.setIndex, err = ownership.OwnerIndexer(si.Informer()); err != nil {
-		return err
-	}
-	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
-		return err
-	}
-	if _, err := di.Informer().AddEventHandler(ownership.EnqueueFuncs(c.Queue.Add, nil)); err != nil {
-		return err
-	}
 	h := ownership.NewHandlers(Kind, c.deployments.Deployments, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, c.Queue.Add, nil)
-	if _, err := si.Informer().AddEventHandler(h.Funcs()); err != nil {
+	idx, err := h.Register(di.Informer(), nil, si.Informer())
+	if err != nil {
+		return err
+	}
+	c.setIndex = idx[0]
+	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
 		return err
 	}
 	_, err = pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -94,15 +89,11 @@ func (c *Controller) Prepare(term *manager.Term) error {
 func (c *Controller) Run(ctx context.Context) { c.Shell.Run(ctx, c.sync, "deployment") }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	d, found, err := ownership.Lookup(key, c.deployments.Deployments, nil)
+	d, sets, found, err := ownership.Load[*appsv1.ReplicaSet](key, c.deployments.Deployments, nil, c.setIndex)
 	if !found {
 		return 0, err
 	}
 	ns := d.Namespace
-	sets, err := ownership.Candidates[*appsv1.ReplicaSet](c.setIndex, d)
-	if err != nil {
-		return 0, err
-	}
 	var pods map[types.UID][]*corev1.Pod
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		if pods, err = c.podsOf(d, sets); err != nil {

@@ -206,3 +206,36 @@ func Lookup[O any, L NamespaceLister[O]](key string, byNamespace func(string) L,
 	}
 	return o, err == nil, err
 }
+
+// Load is Lookup followed by Candidates: the owner key names and the
+// objects of idx (an OwnerIndexer) it controls or could adopt.
+func Load[T any, O metav1.Object, L NamespaceLister[O]](key string, byNamespace func(string) L, exp *Expectations, idx cache.Indexer) (owner O, candidates []T, found bool, err error) {
+	owner, found, err = Lookup(key, byNamespace, exp)
+	if !found {
+		return owner, nil, false, err
+	}
+	candidates, err = Candidates[T](idx, owner)
+	return owner, candidates, err == nil, err
+}
+
+// Register wires h for one term: the owners' informer queues its owners
+// (a delete goes to deleted, see EnqueueFuncs), and each owned informer
+// gets OwnerIndex and h's handlers. It returns the owned informers'
+// indexers, in order.
+func (h *Handlers[O]) Register(owners cache.SharedIndexInformer, deleted func(key string, obj metav1.Object), owned ...cache.SharedIndexInformer) ([]cache.Indexer, error) {
+	if _, err := owners.AddEventHandler(EnqueueFuncs(h.Enqueue, deleted)); err != nil {
+		return nil, err
+	}
+	out := make([]cache.Indexer, len(owned))
+	for i, inf := range owned {
+		idx, err := OwnerIndexer(inf)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(h.Funcs()); err != nil {
+			return nil, err
+		}
+		out[i] = idx
+	}
+	return out, nil
+}

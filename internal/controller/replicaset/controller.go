@@ -59,15 +59,13 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	if c.setIndex, err = ownership.OwnerIndexer(si.Informer()); err != nil {
 		return err
 	}
-	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
-		return err
-	}
-	if _, err := si.Informer().AddEventHandler(ownership.EnqueueFuncs(c.Queue.Add, func(key string, _ metav1.Object) { c.Expectations.Forget(key) })); err != nil {
-		return err
-	}
 	h := ownership.NewHandlers(Kind, c.sets.ReplicaSets, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, c.Queue.Add, c.Expectations)
-	_, err = pi.Informer().AddEventHandler(h.Funcs())
-	return err
+	idx, err := h.Register(si.Informer(), func(key string, _ metav1.Object) { c.Expectations.Forget(key) }, pi.Informer())
+	if err != nil {
+		return err
+	}
+	c.pods = idx[0]
+	return nil
 }
 
 // Run implements manager.Controller.
@@ -76,16 +74,12 @@ func (c *Controller) Run(ctx context.Context) { c.Shell.Run(ctx, c.sync, "replic
 // sync runs one ReplicaSet's plan. It returns when to sync again, and an
 // error to retry with back-off.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	rs, found, err := ownership.Lookup(key, c.sets.ReplicaSets, c.Expectations)
+	rs, pods, found, err := ownership.Load[*corev1.Pod](key, c.sets.ReplicaSets, c.Expectations, c.pods)
 	if !found {
 		return 0, err
 	}
 	ns := rs.Namespace
 	now := c.Clock.Now()
-	pods, err := ownership.Candidates[*corev1.Pod](c.pods, rs)
-	if err != nil {
-		return 0, err
-	}
 	related, err := c.related(rs)
 	if err != nil {
 		return 0, err

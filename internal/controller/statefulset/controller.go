@@ -58,37 +58,24 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	ri := term.Informers.Apps().V1().ControllerRevisions()
 	c.sets = si.Lister()
 	c.claims = term.Informers.Core().V1().PersistentVolumeClaims().Lister()
-	var err error
-	if c.pods, err = ownership.OwnerIndexer(pi.Informer()); err != nil {
-		return err
-	}
-	if c.revisions, err = ownership.OwnerIndexer(ri.Informer()); err != nil {
-		return err
-	}
-	if _, err := si.Informer().AddEventHandler(ownership.EnqueueFuncs(c.Queue.Add, nil)); err != nil {
-		return err
-	}
 	h := ownership.NewHandlers(Kind, c.sets.StatefulSets, func(s *appsv1.StatefulSet) *metav1.LabelSelector { return s.Spec.Selector }, c.Queue.Add, nil)
-	if _, err := pi.Informer().AddEventHandler(h.Funcs()); err != nil {
+	idx, err := h.Register(si.Informer(), nil, pi.Informer(), ri.Informer())
+	if err != nil {
 		return err
 	}
-	_, err = ri.Informer().AddEventHandler(h.Funcs())
-	return err
+	c.pods, c.revisions = idx[0], idx[1]
+	return nil
 }
 
 // Run implements manager.Controller.
 func (c *Controller) Run(ctx context.Context) { c.Shell.Run(ctx, c.sync, "stateful set") }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	set, found, err := ownership.Lookup(key, c.sets.StatefulSets, nil)
+	set, pods, found, err := ownership.Load[*corev1.Pod](key, c.sets.StatefulSets, nil, c.pods)
 	if !found {
 		return 0, err
 	}
 	ns := set.Namespace
-	pods, err := ownership.Candidates[*corev1.Pod](c.pods, set)
-	if err != nil {
-		return 0, err
-	}
 	revObjs, err := c.revisions.ByIndex(ownership.OwnerIndex, ownership.ControlledKey(set.UID))
 	if err != nil {
 		return 0, err
@@ -140,10 +127,10 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, plan
 	claims := c.Client.CoreV1().PersistentVolumeClaims(ns)
 	for _, cl := range plan.CreateClaims {
 		if _, err := claims.Create(ctx, cl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedCreate, "create Claim %s for StatefulSet %s failed error: %v", cl.Name, set.Name, err)
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "create Claim %s for StatefulSet %s failed error: %v", cl.Name, set.Name, err)
 			return fmt.Errorf("create claim %s/%s: %w", ns, cl.Name, err)
 		}
-		c.Recorder.Eventf(set, corev1.EventTypeNormal, ReasonSuccessfulCreate, "create Claim %s in StatefulSet %s success", cl.Name, set.Name)
+		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Claim %s in StatefulSet %s success", cl.Name, set.Name)
 	}
 	for _, cl := range plan.OwnClaims {
 		if _, err := claims.Update(ctx, cl, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -153,19 +140,19 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, plan
 	pods := c.Client.CoreV1().Pods(ns)
 	for _, p := range plan.CreatePods {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", p.Name, set.Name, err)
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", p.Name, set.Name, err)
 			return fmt.Errorf("create pod %s/%s: %w", ns, p.Name, err)
 		}
-		c.Recorder.Eventf(set, corev1.EventTypeNormal, ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful", p.Name, set.Name)
+		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful", p.Name, set.Name)
 	}
 	for _, p := range plan.DeletePods {
 		uid := p.UID
 		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedDelete, "delete Pod %s in StatefulSet %s failed error: %v", p.Name, set.Name, err)
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "delete Pod %s in StatefulSet %s failed error: %v", p.Name, set.Name, err)
 			return fmt.Errorf("delete pod %s/%s: %w", ns, p.Name, err)
 		}
-		c.Recorder.Eventf(set, corev1.EventTypeNormal, ReasonSuccessfulDelete, "delete Pod %s in StatefulSet %s successful", p.Name, set.Name)
+		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "delete Pod %s in StatefulSet %s successful", p.Name, set.Name)
 	}
 	for _, r := range plan.DeleteRevisions {
 		uid := r.UID

@@ -27,11 +27,6 @@ const (
 	PodIndexLabel = appsv1.PodIndexLabel
 	// RevisionLabel names the ControllerRevision a pod was made from.
 	RevisionLabel = appsv1.ControllerRevisionHashLabelKey
-
-	ReasonSuccessfulCreate = ownership.ReasonSuccessfulCreate
-	ReasonFailedCreate     = ownership.ReasonFailedCreate
-	ReasonSuccessfulDelete = ownership.ReasonSuccessfulDelete
-	ReasonFailedDelete     = ownership.ReasonFailedDelete
 )
 
 // Kind is the GroupVersionKind the controller references its pods' owner by.
