@@ -19,12 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	schedcache "github.com/nodeplane/nodeplane/internal/scheduler/cache"
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
 	"github.com/nodeplane/nodeplane/internal/scheduler/plugins"
@@ -50,7 +52,8 @@ type Config struct {
 	Seed uint64
 }
 
-// Scheduler implements manager.Controller.
+// Scheduler is one of the controller manager's loops (its Prepare takes
+// only the term's informers, so it does not depend on the manager).
 type Scheduler struct {
 	cfg       Config
 	scheduled prometheus.Counter
@@ -97,12 +100,12 @@ func New(cfg Config) (*Scheduler, error) {
 	return s, nil
 }
 
-// Name implements manager.Controller.
+// Name is the --controllers name.
 func (s *Scheduler) Name() string { return Name }
 
-// Prepare implements manager.Controller: a fresh queue, cache and framework
-// per leadership term.
-func (s *Scheduler) Prepare(term *manager.Term) error {
+// PrepareInformers registers the scheduler on a leadership term's
+// informers: a fresh queue, cache and framework per term.
+func (s *Scheduler) PrepareInformers(factory informers.SharedInformerFactory) error {
 	pl, err := plugins.Default(plugins.DefaultConfig())
 	if err != nil {
 		return err
@@ -124,8 +127,8 @@ func (s *Scheduler) Prepare(term *manager.Term) error {
 	}
 	s.snapshot = schedcache.NewSnapshot()
 
-	ni := term.Informers.Core().V1().Nodes().Informer()
-	pi := term.Informers.Core().V1().Pods().Informer()
+	ni := factory.Core().V1().Nodes().Informer()
+	pi := factory.Core().V1().Pods().Informer()
 	if _, err := ni.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			s.cache.AddNode(obj.(*corev1.Node))
@@ -198,11 +201,14 @@ func (s *Scheduler) responsible(p *corev1.Pod) bool {
 	return p.Spec.SchedulerName == "" || p.Spec.SchedulerName == SchedulerName
 }
 
-// Run implements manager.Controller.
+// Run schedules until ctx ends (the term is over). Informers are synced.
 func (s *Scheduler) Run(ctx context.Context) {
-	recorder, stopEvents := manager.EventRecorder(ctx, s.cfg.Client, "default-scheduler")
-	defer stopEvents()
-	s.recorder = recorder
+	// The broadcaster outlives ctx until the deferred Shutdown, so events
+	// of a binding in flight when the term ends are not refused.
+	bcast := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.cfg.Client.CoreV1().Events("")})
+	defer bcast.Shutdown()
+	s.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "default-scheduler"})
 	go func() {
 		<-ctx.Done()
 		s.queue.Close()

@@ -76,3 +76,46 @@ func DaemonSet(ds *appsv1.DaemonSet) {
 }
 
 func int32Ptr(v int32) *int32 { return &v }
+
+// StatefulSet applies kube's apps/v1 StatefulSet defaults: replicas 1,
+// podManagementPolicy OrderedReady, update strategy RollingUpdate with
+// partition 0, revisionHistoryLimit 10, claim retention Retain/Retain, the
+// pod template defaults and the claim template defaults.
+func StatefulSet(ss *appsv1.StatefulSet) {
+	if ss.Spec.Replicas == nil {
+		ss.Spec.Replicas = int32Ptr(1)
+	}
+	if ss.Spec.PodManagementPolicy == "" {
+		ss.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	s := &ss.Spec.UpdateStrategy
+	if s.Type == "" {
+		s.Type = appsv1.RollingUpdateStatefulSetStrategyType
+	}
+	if s.Type == appsv1.RollingUpdateStatefulSetStrategyType {
+		if s.RollingUpdate == nil {
+			s.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+		}
+		if s.RollingUpdate.Partition == nil {
+			s.RollingUpdate.Partition = int32Ptr(0)
+		}
+	}
+	if ss.Spec.RevisionHistoryLimit == nil {
+		ss.Spec.RevisionHistoryLimit = int32Ptr(10)
+	}
+	p := ss.Spec.PersistentVolumeClaimRetentionPolicy
+	if p == nil {
+		p = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+		ss.Spec.PersistentVolumeClaimRetentionPolicy = p
+	}
+	if p.WhenDeleted == "" {
+		p.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if p.WhenScaled == "" {
+		p.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	PodSpec(&ss.Spec.Template.Spec)
+	for i := range ss.Spec.VolumeClaimTemplates {
+		pvcSpec(&ss.Spec.VolumeClaimTemplates[i].Spec)
+	}
+}

@@ -139,6 +139,29 @@ func StatefulSets() Printer {
 	}
 }
 
+// ControllerRevisions prints controller revisions: NAME CONTROLLER
+// REVISION AGE, as kubectl.
+func ControllerRevisions() Printer {
+	return Printer{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("Controller", "string", "Controller of the object"),
+			column("Revision", "integer", appsv1.ControllerRevision{}.SwaggerDoc()["revision"]),
+			ageColumn(),
+		},
+		Cells: cellsOf(func(cr *appsv1.ControllerRevision, now time.Time) []interface{} {
+			controller := "<none>"
+			if ref := metav1.GetControllerOf(cr); ref != nil {
+				controller = strings.ToLower(ref.Kind) + "." + strings.Split(ref.APIVersion, "/")[0] + "/" + ref.Name
+				if !strings.Contains(ref.APIVersion, "/") {
+					controller = strings.ToLower(ref.Kind) + "/" + ref.Name
+				}
+			}
+			return []interface{}{cr.Name, controller, cr.Revision, age(cr.CreationTimestamp, now)}
+		}),
+	}
+}
+
 const (
 	containersDoc = "Names of each container in the template."
 	imagesDoc     = "Images referenced by each container in the template."

@@ -19,6 +19,8 @@ func All() []*Resource {
 		Deployments(),
 		ReplicaSets(),
 		DaemonSets(),
+		StatefulSets(),
+		ControllerRevisions(),
 		PodDisruptionBudgets(),
 		Leases(),
 		EventsV1(events),

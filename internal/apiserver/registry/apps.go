@@ -165,6 +165,66 @@ func DaemonSets() *Resource {
 	}
 }
 
+// StatefulSets declares apps/v1 stateful sets (+status, scale).
+func StatefulSets() *Resource {
+	return &Resource{
+		GroupVersion: appsV1, Resource: "statefulsets", Singular: "statefulset", Kind: "StatefulSet", ListKind: "StatefulSetList",
+		Namespaced: true,
+		ShortNames: []string{"sts"}, Categories: []string{"all"},
+		New:          func() runtime.Object { return &appsv1.StatefulSet{} },
+		NewList:      func() runtime.Object { return &appsv1.StatefulSetList{} },
+		Subresources: []Subresource{{Name: "status", Verbs: statusVerbs}, scaleSubresource},
+		Scale: &Scale{
+			Get: func(obj runtime.Object) (int32, int32, string) {
+				ss := obj.(*appsv1.StatefulSet)
+				return replicasOf(ss.Spec.Replicas), ss.Status.Replicas, selectorString(ss.Spec.Selector)
+			},
+			SetReplicas: func(obj runtime.Object, n int32) { obj.(*appsv1.StatefulSet).Spec.Replicas = &n },
+		},
+		Printer: printers.StatefulSets(),
+		Strategy: Strategy{
+			PrepareForCreate: func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },
+			Default:          func(obj runtime.Object) { defaults.StatefulSet(obj.(*appsv1.StatefulSet)) },
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				obj.(*appsv1.StatefulSet).Status = old.(*appsv1.StatefulSet).Status
+			},
+			PrepareForStatusUpdate: func(obj, old runtime.Object) {
+				obj.(*appsv1.StatefulSet).Spec = old.(*appsv1.StatefulSet).Spec
+			},
+			Validate: func(obj runtime.Object) field.ErrorList { return validation.StatefulSet(obj.(*appsv1.StatefulSet)) },
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validation.StatefulSetUpdate(obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet))
+			},
+			ValidateStatusUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validation.StatefulSetStatusUpdate(obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet))
+			},
+			SpecChanged: func(obj, old runtime.Object) bool {
+				return !apiequality.Semantic.DeepEqual(obj.(*appsv1.StatefulSet).Spec, old.(*appsv1.StatefulSet).Spec)
+			},
+		},
+	}
+}
+
+// ControllerRevisions declares apps/v1 controller revisions: immutable
+// snapshots (data) that a StatefulSet's controller numbers by revision.
+func ControllerRevisions() *Resource {
+	return &Resource{
+		GroupVersion: appsV1, Resource: "controllerrevisions", Singular: "controllerrevision", Kind: "ControllerRevision", ListKind: "ControllerRevisionList",
+		Namespaced: true,
+		New:        func() runtime.Object { return &appsv1.ControllerRevision{} },
+		NewList:    func() runtime.Object { return &appsv1.ControllerRevisionList{} },
+		Printer:    printers.ControllerRevisions(),
+		Strategy: Strategy{
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validation.ControllerRevision(obj.(*appsv1.ControllerRevision))
+			},
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validation.ControllerRevisionUpdate(obj.(*appsv1.ControllerRevision), old.(*appsv1.ControllerRevision))
+			},
+		},
+	}
+}
+
 // replicasOf reads a defaulted spec.replicas (nil only before defaulting:
 // the default, 1).
 func replicasOf(r *int32) int32 {

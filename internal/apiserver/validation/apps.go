@@ -1,10 +1,12 @@
 package validation
 
 import (
+	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -340,4 +342,122 @@ func collisionCountDecrement(count, old *int32, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p.Child("collisionCount"), derefInt32(count), "cannot be decremented")}
 	}
 	return nil
+}
+
+// StatefulSet validates an apps/v1 StatefulSet on create: a selector
+// matching the template labels, a valid template that restarts Always,
+// known pod management and update strategies, a non-negative partition,
+// known claim retention policies and claim templates with distinct,
+// valid names.
+func StatefulSet(ss *appsv1.StatefulSet) field.ErrorList {
+	allErrs := objectMeta(&ss.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metadataPath)
+	return append(allErrs, statefulSetSpec(&ss.Spec, specPath)...)
+}
+
+// StatefulSetUpdate validates a StatefulSet update: as upstream, only
+// replicas, ordinals, template, updateStrategy, revisionHistoryLimit,
+// persistentVolumeClaimRetentionPolicy and minReadySeconds may change.
+func StatefulSetUpdate(ss, old *appsv1.StatefulSet) field.ErrorList {
+	allErrs := objectMetaUpdate(&ss.ObjectMeta, &old.ObjectMeta, metadataPath)
+	allErrs = append(allErrs, statefulSetSpec(&ss.Spec, specPath)...)
+	rest, oldRest := ss.Spec.DeepCopy(), old.Spec.DeepCopy()
+	for _, s := range []*appsv1.StatefulSetSpec{rest, oldRest} {
+		s.Replicas, s.Ordinals, s.Template, s.UpdateStrategy = nil, nil, corev1.PodTemplateSpec{}, appsv1.StatefulSetUpdateStrategy{}
+		s.RevisionHistoryLimit, s.PersistentVolumeClaimRetentionPolicy, s.MinReadySeconds = nil, nil, 0
+	}
+	if !apiequality.Semantic.DeepEqual(rest, oldRest) {
+		allErrs = append(allErrs, field.Forbidden(specPath, "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+	}
+	return allErrs
+}
+
+// StatefulSetStatusUpdate validates an update through the status
+// subresource.
+func StatefulSetStatusUpdate(ss, old *appsv1.StatefulSet) field.ErrorList {
+	allErrs := objectMetaUpdate(&ss.ObjectMeta, &old.ObjectMeta, metadataPath)
+	s, p := &ss.Status, field.NewPath("status")
+	allErrs = append(allErrs, replicaCounts(p, []replicaCount{
+		{"replicas", s.Replicas}, {"readyReplicas", s.ReadyReplicas}, {"currentReplicas", s.CurrentReplicas},
+		{"updatedReplicas", s.UpdatedReplicas}, {"availableReplicas", s.AvailableReplicas},
+	})...)
+	allErrs = append(allErrs, nonNegative(s.ObservedGeneration, p.Child("observedGeneration"))...)
+	const msg = "cannot be greater than status.replicas"
+	for _, c := range []replicaCount{{"currentReplicas", s.CurrentReplicas}, {"updatedReplicas", s.UpdatedReplicas}} {
+		if c.value > s.Replicas {
+			allErrs = append(allErrs, field.Invalid(p.Child(c.name), c.value, msg))
+		}
+	}
+	allErrs = append(allErrs, readyAvailable(p, s.Replicas, s.ReadyReplicas, s.AvailableReplicas)...)
+	return append(allErrs, collisionCountDecrement(s.CollisionCount, old.Status.CollisionCount, p)...)
+}
+
+func statefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := nonNegative(int64(derefInt32(spec.Replicas)), fldPath.Child("replicas"))
+	allErrs = append(allErrs, nonNegative(int64(spec.MinReadySeconds), fldPath.Child("minReadySeconds"))...)
+	if spec.Ordinals != nil {
+		allErrs = append(allErrs, nonNegative(int64(spec.Ordinals.Start), fldPath.Child("ordinals", "start"))...)
+	}
+	switch spec.PodManagementPolicy {
+	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
+	default:
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("podManagementPolicy"), spec.PodManagementPolicy,
+			fmt.Sprintf("must be '%s' or '%s'", appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement)))
+	}
+	us, usPath := spec.UpdateStrategy, fldPath.Child("updateStrategy")
+	switch us.Type {
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		if us.RollingUpdate != nil {
+			allErrs = append(allErrs, field.Invalid(usPath.Child("rollingUpdate"), us.RollingUpdate,
+				fmt.Sprintf("only allowed for updateStrategy '%s'", appsv1.RollingUpdateStatefulSetStrategyType)))
+		}
+	case appsv1.RollingUpdateStatefulSetStrategyType:
+		if us.RollingUpdate != nil && us.RollingUpdate.Partition != nil {
+			allErrs = append(allErrs, nonNegative(int64(*us.RollingUpdate.Partition), usPath.Child("rollingUpdate", "partition"))...)
+		}
+	default:
+		allErrs = append(allErrs, field.Invalid(usPath, us,
+			fmt.Sprintf("must be '%s' or '%s'", appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType)))
+	}
+	if rp := spec.PersistentVolumeClaimRetentionPolicy; rp != nil {
+		rpPath := fldPath.Child("persistentVolumeClaimRetentionPolicy")
+		ok := []string{string(appsv1.RetainPersistentVolumeClaimRetentionPolicyType), string(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)}
+		for name, v := range map[string]appsv1.PersistentVolumeClaimRetentionPolicyType{"whenDeleted": rp.WhenDeleted, "whenScaled": rp.WhenScaled} {
+			if v != appsv1.RetainPersistentVolumeClaimRetentionPolicyType && v != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+				allErrs = append(allErrs, field.NotSupported(rpPath.Child(name), v, ok))
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range spec.VolumeClaimTemplates {
+		p := fldPath.Child("volumeClaimTemplates").Index(i).Child("metadata", "name")
+		switch {
+		case t.Name == "":
+			allErrs = append(allErrs, field.Required(p, ""))
+		case seen[t.Name]:
+			allErrs = append(allErrs, field.Duplicate(p, t.Name))
+		default:
+			for _, msg := range apivalidation.NameIsDNSSubdomain(t.Name, false) {
+				allErrs = append(allErrs, field.Invalid(p, t.Name, msg))
+			}
+		}
+		seen[t.Name] = true
+	}
+	return append(allErrs, requiredSelector(spec.Selector, &spec.Template, fldPath)...)
+}
+
+// ControllerRevision validates an apps/v1 ControllerRevision on create: a
+// valid name and a non-negative revision.
+func ControllerRevision(cr *appsv1.ControllerRevision) field.ErrorList {
+	allErrs := objectMeta(&cr.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metadataPath)
+	return append(allErrs, nonNegative(cr.Revision, field.NewPath("revision"))...)
+}
+
+// ControllerRevisionUpdate validates an update: data is immutable.
+func ControllerRevisionUpdate(cr, old *appsv1.ControllerRevision) field.ErrorList {
+	allErrs := objectMetaUpdate(&cr.ObjectMeta, &old.ObjectMeta, metadataPath)
+	allErrs = append(allErrs, nonNegative(cr.Revision, field.NewPath("revision"))...)
+	if !apiequality.Semantic.DeepEqual(cr.Data, old.Data) {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("data"), "", "field is immutable"))
+	}
+	return allErrs
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
+	"github.com/nodeplane/nodeplane/internal/controller/statefulset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
@@ -91,7 +92,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, sched)
+		out = append(out, manager.Adapt(sched))
 	}
 	if sel.Enabled(replicaset.ControllerName) {
 		out = append(out, replicaset.NewController(replicaset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
@@ -101,6 +102,9 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 	}
 	if sel.Enabled(daemonset.ControllerName) {
 		out = append(out, daemonset.NewController(daemonset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(statefulset.ControllerName) {
+		out = append(out, statefulset.NewController(statefulset.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
 	}
 	if sel.Enabled(disruption.ControllerName) {
 		out = append(out, disruption.NewController(disruption.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))

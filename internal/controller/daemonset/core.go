@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/nodeplane/nodeplane/internal/controller/ownership"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
 )
 
@@ -20,10 +21,10 @@ const (
 	// ControllerName is the --controllers name and the event source.
 	ControllerName = "daemonset-controller"
 
-	ReasonSuccessfulCreate = "SuccessfulCreate"
-	ReasonFailedCreate     = "FailedCreate"
-	ReasonSuccessfulDelete = "SuccessfulDelete"
-	ReasonFailedDelete     = "FailedDelete"
+	ReasonSuccessfulCreate = ownership.ReasonSuccessfulCreate
+	ReasonFailedCreate     = ownership.ReasonFailedCreate
+	ReasonSuccessfulDelete = ownership.ReasonSuccessfulDelete
+	ReasonFailedDelete     = ownership.ReasonFailedDelete
 	// ReasonFailedDaemonPod is the warning event before a failed daemon
 	// pod is deleted to be replaced.
 	ReasonFailedDaemonPod = "FailedDaemonPod"
@@ -51,7 +52,7 @@ type Input struct {
 	// controller; others are ignored.
 	Pods []*corev1.Pod
 	// Settled: the creations and deletions of earlier syncs have been
-	// observed (replicaset.Expectations).
+	// observed (ownership.Expectations).
 	Settled bool
 	// BurstReplicas caps creations and deletions (DefaultBurstReplicas
 	// when ≤ 0).
@@ -120,7 +121,7 @@ func (c *Core) Decide(in Input) (Plan, error) {
 		hash: replicaset.TemplateHash(&ds.Spec.Template, ds.Status.CollisionCount),
 		gen:  ds.Annotations[appsv1.DeprecatedTemplateGeneration],
 	}
-	claimed := replicaset.Claim(ds, sel, in.Pods)
+	claimed := ownership.Claim(ds, sel, in.Pods)
 	p.Adopt, p.Release = claimed.Adopt, claimed.Release
 	s.group(append(append([]*corev1.Pod(nil), claimed.Owned...), claimed.Adopt...))
 

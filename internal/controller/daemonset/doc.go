@@ -24,7 +24,7 @@
 // Core.Decide is the core: DaemonSet, nodes, candidate pods and now → what
 // to adopt, release, create and delete, and the status; it keeps only the
 // failed-pod back-off. Eligibility reuses the scheduler's matching
-// (nodeaffinity.RequiredMatcher, tainttoleration.FindUntolerated). The
+// (k8s.io/component-helpers: nodeaffinity.RequiredNodeAffinity, FindMatchingUntoleratedTaint). The
 // shell (Controller) feeds it from the informers and writes through the
 // API. It must not touch pods other controllers own, nor node objects.
 //

@@ -4,10 +4,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
-	"github.com/nodeplane/nodeplane/internal/scheduler/plugins/nodeaffinity"
-	"github.com/nodeplane/nodeplane/internal/scheduler/plugins/tainttoleration"
 )
 
 // Labels the controller puts on its pods, as upstream.
@@ -121,7 +122,7 @@ func targetNode(pod *corev1.Pod) (string, bool) {
 // sync with NewPlacer.
 type Placer struct {
 	nodeName    string
-	matcher     *nodeaffinity.RequiredMatcher
+	matcher     nodeaffinity.RequiredNodeAffinity
 	tolerations []corev1.Toleration
 }
 
@@ -130,7 +131,7 @@ type Placer struct {
 func NewPlacer(ds *appsv1.DaemonSet) *Placer {
 	return &Placer{
 		nodeName:    ds.Spec.Template.Spec.NodeName,
-		matcher:     nodeaffinity.NewRequiredMatcher(&corev1.Pod{Spec: ds.Spec.Template.Spec}),
+		matcher:     nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: ds.Spec.Template.Spec}),
 		tolerations: Tolerations(&ds.Spec.Template.Spec),
 	}
 }
@@ -146,14 +147,19 @@ func (p *Placer) Fits(node *corev1.Node) (run, keep bool) {
 	if p.nodeName != "" && p.nodeName != node.Name {
 		return false, false
 	}
-	if !p.matcher.Match(node) {
+	if ok, _ := p.matcher.Match(node); !ok {
 		return false, false
 	}
-	if _, bad := tainttoleration.FindUntolerated(node.Spec.Taints, p.tolerations, tainttoleration.DoNotSchedule); !bad {
+	if _, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, p.tolerations, doNotSchedule, false); !bad {
 		return true, true
 	}
-	_, evicting := tainttoleration.FindUntolerated(node.Spec.Taints, p.tolerations, func(t *corev1.Taint) bool {
+	_, evicting := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, p.tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoExecute
-	})
+	}, false)
 	return false, !evicting
+}
+
+// doNotSchedule selects the taints that keep new pods off a node.
+func doNotSchedule(t *corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
+	"github.com/nodeplane/nodeplane/internal/controller/ownership"
 )
 
 // Names the controller writes, as upstream.
@@ -126,7 +126,7 @@ func Decide(in Input) (Plan, error) {
 	if err != nil {
 		return p, fmt.Errorf("deployment %s/%s rolling update: %w", d.Namespace, d.Name, err)
 	}
-	claimed := replicaset.Claim(d, sel, in.ReplicaSets)
+	claimed := ownership.Claim(d, sel, in.ReplicaSets)
 	p.Adopt, p.Release = claimed.Adopt, claimed.Release
 
 	s := newSyncer(in, append(append([]*appsv1.ReplicaSet(nil), claimed.Owned...), claimed.Adopt...), surge, unavailable)

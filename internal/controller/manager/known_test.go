@@ -13,6 +13,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
+	"github.com/nodeplane/nodeplane/internal/controller/statefulset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
@@ -28,7 +29,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 	built := []string{
 		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
-		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, scheduler.Name,
+		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, statefulset.ControllerName, scheduler.Name,
 		persistentvolume.ControllerName, attachdetach.ControllerName,
 	}
 	for _, name := range built {

@@ -38,6 +38,22 @@ type Controller interface {
 	Run(ctx context.Context)
 }
 
+// InformerController is a loop that needs nothing of a term but its
+// informers (the scheduler): Adapt makes it a Controller without it
+// importing this package.
+type InformerController interface {
+	Name() string
+	PrepareInformers(informers.SharedInformerFactory) error
+	Run(ctx context.Context)
+}
+
+// Adapt returns c as a Controller.
+func Adapt(c InformerController) Controller { return adapted{c} }
+
+type adapted struct{ InformerController }
+
+func (a adapted) Prepare(term *Term) error { return a.PrepareInformers(term.Informers) }
+
 // Term is one leadership term.
 type Term struct {
 	Informers informers.SharedInformerFactory
@@ -165,13 +181,13 @@ func runTerm(ctx context.Context, cfg Config) {
 // kube-controller-manager names (SPEC P1-2); --controllers accepts only
 // these. A name is added here in the same change that builds the controller
 // (internal/app/serverapp/controllers.go), so an upstream controller
-// nodeplane does not run yet (statefulset-controller, node-ipam-controller,
-// the cloud controllers) is refused at start-up rather than
+// nodeplane does not run yet (node-ipam-controller, the cloud controllers)
+// is refused at start-up rather than
 // silently doing nothing.
 var Known = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
-	"disruption-controller", "namespace-controller", "scheduler",
+	"disruption-controller", "namespace-controller", "statefulset-controller", "scheduler",
 	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller",
 }
 

@@ -25,8 +25,8 @@ func TestParseSelection(t *testing.T) {
 			wantErr: []string{`"frobnicate-controller" is not in the list of known controllers`}},
 		{name: "an unknown name after a minus is an error naming it", values: []string{"*", "-frobnicate-controller"},
 			wantErr: []string{`"frobnicate-controller" is not in the list of known controllers`}},
-		{name: "an upstream controller nodeplane does not build yet is an error", values: []string{"statefulset-controller"},
-			wantErr: []string{`"statefulset-controller" is not in the list of known controllers`}},
+		{name: "an upstream controller nodeplane does not build yet is an error", values: []string{"node-ipam-controller"},
+			wantErr: []string{`"node-ipam-controller" is not in the list of known controllers`}},
 		{name: "every bad name is named, with the flag and the known list", values: []string{"node-ipam-controller", "*", "cloud-node-controller", "ttl-after-finished-controller"},
 			wantErr: []string{"--controllers:", `"node-ipam-controller"`, `"cloud-node-controller"`, `"ttl-after-finished-controller"`, "disruption-controller"}},
 	}

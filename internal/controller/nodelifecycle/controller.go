@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -327,19 +329,22 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 // writeUnknown writes the Unknown conditions, re-reading the node on a
 // conflict (SPEC NLC-7).
 func (c *Controller) writeUnknown(ctx context.Context, node *corev1.Node) error {
-	var err error
-	for attempt := range 5 {
-		if attempt > 0 {
-			fresh, gerr := c.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
+	first, readFailed := true, false
+	err := retry.OnError(nodeWriteRetries, func(error) bool { return !readFailed }, func() error {
+		if !first {
+			fresh, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if err != nil {
+				readFailed = true
+				return err
 			}
 			node = MarkUnknown(fresh, c.cfg.Clock.Now())
 		}
-		_, err = c.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		if err == nil || apierrors.IsNotFound(err) {
-			return nil
-		}
+		first = false
+		_, err := c.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if !readFailed && apierrors.IsNotFound(err) {
+		return nil
 	}
 	return err
 }
@@ -420,23 +425,30 @@ func (c *Controller) applyTaint(ctx context.Context, u TaintUpdate) {
 // updateTaints adds (replacing the same key and effect) and removes taints
 // on the live node, retrying on conflicts.
 func (c *Controller) updateTaints(ctx context.Context, name string, add, remove []corev1.Taint) error {
-	var err error
-	for range 5 {
-		var n *corev1.Node
-		n, err = c.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	return c.updateNode(ctx, name, func(n *corev1.Node) bool {
 		next, changed := editTaints(n.Spec.Taints, add, remove)
-		if !changed {
-			return nil
-		}
 		n.Spec.Taints = next
-		if _, err = c.cfg.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+		return changed
+	})
+}
+
+// nodeWriteRetries is how many times a node write re-reads the node and
+// tries again (conflicts for updateNode, any error for writeUnknown), at
+// once.
+var nodeWriteRetries = wait.Backoff{Steps: 5, Factor: 1}
+
+// updateNode applies mutate to the live node and writes it unless mutate
+// reports no change, re-reading the node on a conflict.
+func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*corev1.Node) bool) error {
+	nodes := c.cfg.Client.CoreV1().Nodes()
+	return retry.RetryOnConflict(nodeWriteRetries, func() error {
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !mutate(n) {
 			return err
 		}
-	}
-	return err
+		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func editTaints(have, add, remove []corev1.Taint) ([]corev1.Taint, bool) {
@@ -522,24 +534,15 @@ func (c *Controller) nextNoSchedule(ctx context.Context) bool {
 }
 
 func (c *Controller) addLabels(ctx context.Context, name string, lbl map[string]string) error {
-	var err error
-	for range 5 {
-		var n *corev1.Node
-		n, err = c.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	return c.updateNode(ctx, name, func(n *corev1.Node) bool {
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
 		for k, v := range lbl {
 			n.Labels[k] = v
 		}
-		if _, err = c.cfg.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
-			return err
-		}
-	}
-	return err
+		return true
+	})
 }
 
 func nodeRef(name string) *corev1.ObjectReference {

@@ -5,8 +5,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeplane/nodeplane/internal/podcondition"
 )
 
 // Names the controller uses (SPEC §5, §10.3, §10.5).
@@ -87,21 +88,7 @@ func (d Deletion) FailedStatus(now time.Time) corev1.PodStatus {
 	}
 	c := *d.Condition
 	c.ObservedGeneration = d.Pod.Generation
-	for i := range st.Conditions {
-		old := &st.Conditions[i]
-		if old.Type != c.Type {
-			continue
-		}
-		c.LastTransitionTime = old.LastTransitionTime
-		if old.Status != c.Status {
-			c.LastTransitionTime = metav1.NewTime(now)
-		}
-		c.LastProbeTime = old.LastProbeTime
-		*old = c
-		return st
-	}
-	c.LastTransitionTime = metav1.NewTime(now)
-	st.Conditions = append(st.Conditions, c)
+	podcondition.Set(&st, c, now)
 	return st
 }
 

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeplane/nodeplane/internal/controller/ownership"
 )
 
 // Names the controller uses.
@@ -17,10 +19,10 @@ const (
 	ControllerName = "replicaset-controller"
 
 	// Event reasons, as upstream.
-	ReasonSuccessfulCreate = "SuccessfulCreate"
-	ReasonFailedCreate     = "FailedCreate"
-	ReasonSuccessfulDelete = "SuccessfulDelete"
-	ReasonFailedDelete     = "FailedDelete"
+	ReasonSuccessfulCreate = ownership.ReasonSuccessfulCreate
+	ReasonFailedCreate     = ownership.ReasonFailedCreate
+	ReasonSuccessfulDelete = ownership.ReasonSuccessfulDelete
+	ReasonFailedDelete     = ownership.ReasonFailedDelete
 
 	// DefaultBurstReplicas caps the pods one sync creates or deletes
 	// (upstream's burstReplicas).
@@ -82,7 +84,7 @@ func Decide(in Input) (Plan, error) {
 			terminating = append(terminating, p)
 		}
 	}
-	claimed := Claim(rs, sel, active)
+	claimed := ownership.Claim(rs, sel, active)
 	var p Plan
 	p.Adopt, p.Release = claimed.Adopt, claimed.Release
 	owned := append(append([]*corev1.Pod(nil), claimed.Owned...), claimed.Adopt...)

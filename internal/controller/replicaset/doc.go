@@ -14,12 +14,11 @@
 // the plan through the API; Expectations keeps a burst of creates or
 // deletes from being repeated before the informer shows it.
 //
-// The package also owns what the other pod-owning controllers (deployment,
-// daemonset) share with it, so it is written once: the controller-reference
-// claim (Claim, AdoptPatch, ReleasePatch), Expectations, pod readiness and
+// The owner handlers, claim, expectations, pod writes and status write are
+// package ownership's, shared by every workload controller. This package
+// still owns what the others read about pods and templates: readiness and
 // availability (PodReady, PodAvailable, UntilAvailable), the pod built from
-// a template (PodFromTemplate), the template hash (TemplateHash), slow-start
-// batches (SlowStart) and the owner index (OwnerIndexer).
+// a template (PodFromTemplate) and the template hash (TemplateHash).
 //
 // It must not touch pods it does not control and cannot adopt, bind pods to
 // nodes, or change a ReplicaSet's spec (that is its owner's or the user's).

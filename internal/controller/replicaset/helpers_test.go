@@ -18,11 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeplane/nodeplane/internal/controller/ownership"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
 )
 
 func TestExpectations(t *testing.T) {
-	e := replicaset.NewExpectations(time.Minute)
+	e := ownership.NewExpectations(time.Minute)
 	if !e.Satisfied("ns/web", t0) {
 		t.Fatal("a key never seen is not satisfied")
 	}
@@ -81,7 +82,7 @@ func TestClaim(t *testing.T) {
 		mkPod("orphan-other", labelled("app", "db")),
 		mkPod("theirs", labelled("app", "web"), ownedBy("x")),
 	}
-	c := replicaset.Claim(owner, sel, objs)
+	c := ownership.Claim(owner, sel, objs)
 	check := func(what string, got []*corev1.Pod, want ...string) {
 		t.Helper()
 		g := strings.Join(names(got), ",")
@@ -93,7 +94,7 @@ func TestClaim(t *testing.T) {
 	check("adopt", c.Adopt, "orphan")
 	check("release", c.Release, "mine-relabelled")
 
-	c = replicaset.Claim(going, sel, objs)
+	c = ownership.Claim(going, sel, objs)
 	check("owned by an owner being deleted", c.Owned, "mine")
 	check("adopted by an owner being deleted", c.Adopt)
 	check("released by an owner being deleted", c.Release)
@@ -101,7 +102,7 @@ func TestClaim(t *testing.T) {
 	// The claim works on any object kind: a Deployment's ReplicaSets.
 	rsOrphan := mkRS("rs", 1)
 	rsOrphan.Labels = map[string]string{"app": "web"}
-	cr := replicaset.Claim(owner, sel, []*appsv1.ReplicaSet{rsOrphan})
+	cr := ownership.Claim(owner, sel, []*appsv1.ReplicaSet{rsOrphan})
 	if len(cr.Adopt) != 1 {
 		t.Errorf("an orphan replica set: got %d to adopt, want 1", len(cr.Adopt))
 	}
@@ -124,11 +125,11 @@ func TestAdoptAndReleasePatches(t *testing.T) {
 		}
 		return out
 	}
-	adopted := apply(pod, replicaset.AdoptPatch(*metav1.NewControllerRef(owner, replicaset.Kind), pod.UID))
+	adopted := apply(pod, ownership.AdoptPatch(*metav1.NewControllerRef(owner, replicaset.Kind), pod.UID))
 	if len(adopted.OwnerReferences) != 2 || metav1.GetControllerOf(adopted) == nil || metav1.GetControllerOf(adopted).UID != owner.UID {
 		t.Fatalf("adopted: got owner references %+v, want the node's and the replica set's as controller", adopted.OwnerReferences)
 	}
-	released := apply(adopted, replicaset.ReleasePatch(owner.UID, pod.UID))
+	released := apply(adopted, ownership.ReleasePatch(owner.UID, pod.UID))
 	if len(released.OwnerReferences) != 1 || released.OwnerReferences[0].UID != "node-uid" {
 		t.Fatalf("released: got owner references %+v, want only the node's", released.OwnerReferences)
 	}
@@ -189,7 +190,7 @@ func TestSlowStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls atomic.Int64
-			ok, err := replicaset.SlowStart(context.Background(), tt.count, func(context.Context) error {
+			ok, err := ownership.SlowStart(context.Background(), tt.count, func(context.Context) error {
 				if n := calls.Add(1); tt.failFrom > 0 && n >= tt.failFrom {
 					return errors.New("boom")
 				}

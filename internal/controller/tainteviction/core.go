@@ -7,8 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeplane/nodeplane/internal/podcondition"
 )
 
 // Names the controller writes (SPEC TEC-5, §10.4, §10.5).
@@ -371,31 +372,9 @@ func sortEvents(events []Event) {
 	sort.SliceStable(events, func(i, j int) bool { return events[i].Pod.String() < events[j].Pod.String() })
 }
 
-// SetCondition adds c to status or updates the condition of the same type,
-// keeping its lastTransitionTime when the status does not change, and
-// reports whether anything changed (so an unchanged pod needs no patch).
-// now stamps a transition; c.ObservedGeneration is the caller's to set.
+// SetCondition is podcondition.Set (kept for callers of this package).
 func SetCondition(status *corev1.PodStatus, c corev1.PodCondition, now time.Time) bool {
-	for i := range status.Conditions {
-		old := &status.Conditions[i]
-		if old.Type != c.Type {
-			continue
-		}
-		if old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		} else {
-			c.LastTransitionTime = metav1.NewTime(now)
-		}
-		c.LastProbeTime = old.LastProbeTime
-		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
-			return false
-		}
-		*old = c
-		return true
-	}
-	c.LastTransitionTime = metav1.NewTime(now)
-	status.Conditions = append(status.Conditions, c)
-	return true
+	return podcondition.Set(status, c, now)
 }
 
 // deadlines is a min-heap of pending entries by time, then pod name.

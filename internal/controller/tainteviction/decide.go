@@ -5,8 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nodeplane/nodeplane/internal/scheduler/plugins/tainttoleration"
+	"k8s.io/klog/v2"
 )
 
 // Taint is one NoExecute taint of a node together with the moment its
@@ -111,7 +110,7 @@ func BoundAt(pod *corev1.Pod) time.Time {
 
 func firstTolerating(tolerations []corev1.Toleration, taint *corev1.Taint) *corev1.Toleration {
 	for i := range tolerations {
-		if tainttoleration.Tolerates(&tolerations[i], taint) {
+		if tolerations[i].ToleratesTaint(klog.Background(), taint, false) {
 			return &tolerations[i]
 		}
 	}

@@ -133,9 +133,7 @@ func (*Plugin) Score(_ context.Context, state *framework.CycleState, _ *corev1.P
 	}
 	var s int64
 	for i := range terms {
-		if terms[i].match(ni.Node()) {
-			s += terms[i].weight
-		}
+		s += terms[i].score(ni.Node())
 	}
 	return s, nil
 }

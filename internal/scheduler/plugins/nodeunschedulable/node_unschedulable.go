@@ -9,9 +9,10 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
-	"github.com/nodeplane/nodeplane/internal/scheduler/plugins/tainttoleration"
 )
 
 // Name is the upstream plugin name.
@@ -57,7 +58,7 @@ func (*Plugin) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Po
 	if node == nil {
 		return statusUnknown
 	}
-	if node.Spec.Unschedulable && !tainttoleration.TolerationsTolerate(pod.Spec.Tolerations, &unschedulableTaint) {
+	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, &unschedulableTaint, false) {
 		return statusUnschedulable
 	}
 	return nil

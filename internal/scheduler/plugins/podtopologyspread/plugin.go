@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
 	"github.com/nodeplane/nodeplane/internal/scheduler/plugins/nodeaffinity"
@@ -120,7 +122,7 @@ func (c *constraint) includes(pod *corev1.Pod, node *corev1.Node, m *nodeaffinit
 		return false
 	}
 	if c.taintsPolicy == corev1.NodeInclusionPolicyHonor {
-		if _, found := tainttoleration.FindUntolerated(node.Spec.Taints, pod.Spec.Tolerations, tainttoleration.DoNotSchedule); found {
+		if _, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, tainttoleration.DoNotSchedule, false); found {
 			return false
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
 )
@@ -24,52 +26,6 @@ const Name = "TaintToleration"
 const ErrReasonNotMatch = "node(s) had untolerated taint(s)"
 
 const preScoreKey framework.StateKey = "PreScore" + Name
-
-// Tolerates reports whether toleration t tolerates taint: the effects match
-// (an empty toleration effect matches every effect), the keys match (an empty
-// key matches every key) and the value matches (operator Exists ignores it,
-// Equal or empty compares it). The alpha Lt/Gt operators never match, as
-// upstream with their feature gate off.
-func Tolerates(t *corev1.Toleration, taint *corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", corev1.TolerationOpEqual:
-		return t.Value == taint.Value
-	case corev1.TolerationOpExists:
-		return true
-	default:
-		return false
-	}
-}
-
-// TolerationsTolerate reports whether any of tolerations tolerates taint.
-func TolerationsTolerate(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
-	for i := range tolerations {
-		if Tolerates(&tolerations[i], taint) {
-			return true
-		}
-	}
-	return false
-}
-
-// FindUntolerated returns the first taint, among those include accepts, that
-// no toleration tolerates.
-func FindUntolerated(taints []corev1.Taint, tolerations []corev1.Toleration, include func(*corev1.Taint) bool) (corev1.Taint, bool) {
-	for i := range taints {
-		if include != nil && !include(&taints[i]) {
-			continue
-		}
-		if !TolerationsTolerate(tolerations, &taints[i]) {
-			return taints[i], true
-		}
-	}
-	return corev1.Taint{}, false
-}
 
 // DoNotSchedule selects the taints that keep pods off a node: NoSchedule and
 // NoExecute.
@@ -104,7 +60,7 @@ func (*Plugin) EventsToRegister() []framework.ClusterEvent {
 
 // Filter rejects a node with an untolerated NoSchedule or NoExecute taint.
 func (*Plugin) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	if _, found := FindUntolerated(ni.Node().Spec.Taints, pod.Spec.Tolerations, DoNotSchedule); found {
+	if _, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), ni.Node().Spec.Taints, pod.Spec.Tolerations, DoNotSchedule, false); found {
 		return statusNotMatch
 	}
 	return nil
@@ -132,7 +88,7 @@ func (*Plugin) Score(_ context.Context, state *framework.CycleState, _ *corev1.P
 	var n int64
 	for i := range ni.Node().Spec.Taints {
 		t := &ni.Node().Spec.Taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule && !TolerationsTolerate(prefer, t) {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule && !corev1helpers.TolerationsTolerateTaint(klog.Background(), prefer, t, false) {
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
 	ft "github.com/nodeplane/nodeplane/internal/scheduler/framework/frameworktest"
@@ -31,7 +32,7 @@ func TestTolerates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tainttoleration.Tolerates(&tt.tol, &taint); got != tt.want {
+			if got := tt.tol.ToleratesTaint(klog.Background(), &taint, false); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
