@@ -193,6 +193,9 @@ func (a *Agent) CancelShutdown() bool { return a.shutdown.Cancel() }
 // ShutdownEnabled reports whether graceful node shutdown is configured on.
 func (a *Agent) ShutdownEnabled() bool { return a.shutdown.Enabled() }
 
+// ShutdownBudget is the sum of the shutdown priority table's budgets.
+func (a *Agent) ShutdownBudget() time.Duration { return a.shutdown.Budget() }
+
 // Notify is the runtime's change callback (wire it into the runtime's Config).
 func (a *Agent) Notify(uid types.UID) {
 	if a.manager != nil {

@@ -66,7 +66,7 @@ type Config struct {
 	Delay time.Duration
 	// Who and Why describe the inhibitor lock (shown by
 	// `systemd-inhibit --list`).
-	Who, Why string
+	Who, Why   string
 	Shutdowner Shutdowner
 	// ReconnectDelay is the wait after the bus goes away or a start-up
 	// step fails, doubled on each failure in a row up to
