@@ -283,7 +283,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		},
 		StateDir: o.DataDir,
-		Metrics:  prometheus.NewRegistry(), // the agent's own; no /metrics endpoint serves it yet
+		Metrics:  prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
 	})
 	if err != nil {
 		return err
