@@ -40,6 +40,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/register"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime"
 	"github.com/nodeplane/nodeplane/internal/agent/shutdown"
+	"github.com/nodeplane/nodeplane/internal/agent/volumes"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	// Metrics is the agent's registry: its metrics are registered there
 	// and served at /metrics on the log endpoint (nil: neither).
 	Metrics *prometheus.Registry
+	// Volumes prepares pod volumes (nil: volumes are ignored, as in
+	// nodeplane sim); the Runtime must then be a runtime.VolumeRuntime.
+	Volumes *volumes.Manager
 }
 
 // Agent is a running node agent.
@@ -139,7 +143,12 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	var vols pods.Volumes
+	if cfg.Volumes != nil {
+		vols = cfg.Volumes
+	}
 	a.manager, err = pods.New(pods.Config{
+		Volumes:      vols,
 		NodeName:     cfg.NodeName,
 		Runtime:      cfg.Runtime,
 		Client:       cfg.API,
@@ -268,10 +277,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		ReflectNode(ctx, a.cfg.API.Core, a.cfg.NodeName, Handlers[*corev1.Node]{
-			Upsert: func(n *corev1.Node) { a.node.Store(n) },
+			Upsert: func(n *corev1.Node) { a.node.Store(n); a.manager.NodeChanged() },
 			Delete: presence.Deleted,
 			Replace: func(ns []*corev1.Node) {
 				a.replaceNode(ns)
+				a.manager.NodeChanged()
 				presence.Listed(ns)
 			},
 		})
@@ -380,6 +390,9 @@ func (a *Agent) observe(context.Context) (nodestatus.Observation, error) {
 		a.cfg.Logger.Debug("eviction signals incomplete", "err", err)
 	}
 	obs.MemoryPressure, obs.DiskPressure, obs.PIDPressure = config.Pressure(signals, s)
+	if a.cfg.Volumes != nil {
+		obs.VolumesInUse = a.cfg.Volumes.VolumesInUse()
+	}
 	if a.shutdown != nil {
 		obs.NotReady = append(obs.NotReady, a.shutdown.NotReady()...)
 	}

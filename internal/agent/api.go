@@ -15,7 +15,7 @@ import (
 
 // API adapts the typed clients to the small interfaces the agent's parts
 // consume (register.Client, nodestatus.Client, pods.Client, events.Client,
-// lease.Client). nodeplane sim builds one per simulated node.
+// lease.Client, volumes.Client). nodeplane sim builds one per simulated node.
 type API struct {
 	Core         corev1client.CoreV1Interface
 	Coordination coordinationv1client.CoordinationV1Interface
@@ -55,6 +55,26 @@ func (a API) DeletePod(ctx context.Context, namespace, name string, uid types.UI
 		GracePeriodSeconds: ptr.To[int64](0),
 		Preconditions:      &metav1.Preconditions{UID: &uid},
 	})
+}
+
+// GetConfigMap reads a ConfigMap (for a configMap volume).
+func (a API) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return a.Core.ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// GetSecret reads a Secret (for a secret volume).
+func (a API) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	return a.Core.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// GetPersistentVolumeClaim reads a claim a pod's volume names.
+func (a API) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	return a.Core.PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// GetPersistentVolume reads the volume a claim is bound to.
+func (a API) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return a.Core.PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
 // CreateEvent records an event.

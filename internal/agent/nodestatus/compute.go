@@ -32,6 +32,9 @@ type Observation struct {
 	DaemonPort int32
 	// Pressure from the eviction signals against evictionHard.
 	MemoryPressure, DiskPressure, PIDPressure bool
+	// VolumesInUse are the attachable volumes the node's pods use
+	// (status.volumesInUse, sorted).
+	VolumesInUse []corev1.UniqueVolumeName
 	// NotReady lists why the node cannot run pods (runtime down, shutting
 	// down...); empty means ready as far as the agent knows.
 	NotReady []string
@@ -92,6 +95,7 @@ func Compute(node *corev1.Node, obs Observation, now time.Time) (corev1.NodeStat
 			fmt.Sprintf("Node %s has been rebooted, boot id: %s", name, obs.NodeInfo.BootID)})
 	}
 	status.NodeInfo = obs.NodeInfo
+	status.VolumesInUse = append([]corev1.UniqueVolumeName(nil), obs.VolumesInUse...)
 	status.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: obs.DaemonPort}}
 
 	for _, p := range pressures {

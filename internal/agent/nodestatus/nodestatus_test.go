@@ -373,3 +373,44 @@ func TestReportNowSendsTheNextPassEvenWithoutChange(t *testing.T) {
 		t.Errorf("ReportNow did not force a report (patches = %d)", len(api.patches))
 	}
 }
+
+func TestStatusPatchCarriesVolumesInUseButNeverVolumesAttached(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	const unique = corev1.UniqueVolumeName("kubernetes.io/csi/nodeplane.io/shared-dir^v1")
+	api := &fakeNodes{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: unique}}}}}
+	obs := healthy()
+	obs.VolumesInUse = []corev1.UniqueVolumeName{unique}
+	u, err := NewUpdater(Config{
+		NodeName: "n1", Client: api, Clock: clk,
+		Observe:         func(context.Context) (Observation, error) { return obs, nil },
+		UpdateFrequency: 10 * time.Second, ReportFrequency: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status := api.patches[0]["status"].(map[string]any)
+	if _, ok := status["volumesAttached"]; ok {
+		t.Errorf("the patch carries volumesAttached (the attach/detach controller's field): %v", status["volumesAttached"])
+	}
+	if got, _ := json.Marshal(status["volumesInUse"]); string(got) != `["`+string(unique)+`"]` {
+		t.Errorf("volumesInUse = %s", got)
+	}
+	// The last volume going out of use is removed with an explicit null.
+	obs.VolumesInUse = nil
+	clk.Step(10 * time.Second)
+	if err := u.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.patches) != 2 {
+		t.Fatalf("no patch when the volumes in use changed (patches=%d)", len(api.patches))
+	}
+	status = api.patches[1]["status"].(map[string]any)
+	if v, ok := status["volumesInUse"]; !ok || v != nil {
+		t.Errorf("volumesInUse = %v (present %v), want an explicit null", v, ok)
+	}
+}

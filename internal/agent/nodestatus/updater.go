@@ -198,7 +198,7 @@ func (u *Updater) try(ctx context.Context, attempt int) error {
 	}
 
 	if Changed(node.Status, status) || due {
-		patch, err := json.Marshal(map[string]any{"status": status})
+		patch, err := statusPatch(status)
 		if err != nil {
 			return fmt.Errorf("encode status: %w", err)
 		}
@@ -252,4 +252,24 @@ func labelFixes(node *corev1.Node, info corev1.NodeSystemInfo) map[string]string
 		}
 	}
 	return fix
+}
+
+// statusPatch is the merge patch of the agent's status fields. It leaves
+// out volumesAttached, which the attach/detach controller owns (a stale
+// copy must not overwrite its update), and sets volumesInUse explicitly,
+// null when empty, so that the last volume in use is removed.
+func statusPatch(status corev1.NodeStatus) ([]byte, error) {
+	b, err := json.Marshal(status)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "volumesAttached")
+	if len(status.VolumesInUse) == 0 {
+		fields["volumesInUse"] = nil
+	}
+	return json.Marshal(map[string]any{"status": fields})
 }

@@ -82,6 +82,18 @@ func (r *recordingRuntime) SyncPod(ctx context.Context, p *corev1.Pod) error {
 	return r.Runtime.SyncPod(ctx, p)
 }
 
+func (r *recordingRuntime) SyncPodWithVolumes(ctx context.Context, p *corev1.Pod, vols map[string]runtime.Volume) error {
+	if _, known := r.Runtime.PodStatus(p.UID); !known {
+		names := make([]string, 0, len(vols))
+		for n, v := range vols {
+			names = append(names, n+"="+v.HostPath)
+		}
+		slices.Sort(names)
+		r.ops.add("mount %s %s", p.Name, strings.Join(names, ","))
+	}
+	return r.SyncPod(ctx, p)
+}
+
 func (r *recordingRuntime) KillPod(ctx context.Context, uid types.UID, grace time.Duration) error {
 	r.ops.add("kill %s %s", nameOf(uid), grace)
 	return r.Runtime.KillPod(ctx, uid, grace)
@@ -187,13 +199,15 @@ func (a *fakeAPI) DeletePod(_ context.Context, namespace, name string, uid types
 }
 
 type fakeRecorder struct {
-	mu     sync.Mutex
-	events []string // "Warning OutOfcpu big"
+	mu       sync.Mutex
+	events   []string // "Warning OutOfcpu big"
+	messages []string // the events' messages, in the same order
 }
 
-func (r *fakeRecorder) PodEvent(p *corev1.Pod, eventType, reason, _ string) {
+func (r *fakeRecorder) PodEvent(p *corev1.Pod, eventType, reason, message string) {
 	r.mu.Lock()
 	r.events = append(r.events, eventType+" "+reason+" "+p.Name)
+	r.messages = append(r.messages, message)
 	r.mu.Unlock()
 }
 
@@ -221,6 +235,8 @@ type options struct {
 	yield  bool
 	// shuttingDown feeds Config.ShuttingDown.
 	shuttingDown func() bool
+	// volumes feeds Config.Volumes.
+	volumes Volumes
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -251,6 +267,7 @@ func newHarness(t *testing.T, o options) *harness {
 		Inline:   o.workers == 0,
 
 		ShuttingDown: o.shuttingDown,
+		Volumes:      o.volumes,
 	})
 	if err != nil {
 		t.Fatal(err)

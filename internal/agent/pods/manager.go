@@ -52,6 +52,21 @@ type Client interface {
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
+// Volumes prepares pod volumes on the node (package volumes).
+type Volumes interface {
+	// Prepare makes the pod's volumes ready and returns them by name; a
+	// *volumes.Error says why not (yet).
+	Prepare(ctx context.Context, pod *corev1.Pod, node *corev1.Node) (map[string]runtime.Volume, error)
+	// Track records the volumes in use of a pod the runtime already runs.
+	Track(ctx context.Context, pod *corev1.Pod)
+	// Release says the pod's containers are done with its volumes.
+	Release(uid types.UID)
+	// Cleanup removes what Prepare made for a pod that is gone.
+	Cleanup(uid types.UID) error
+	// CleanupOrphans removes the volumes of pods keep rejects.
+	CleanupOrphans(keep func(types.UID) bool)
+}
+
 // Recorder records pod events.
 type Recorder interface {
 	PodEvent(pod *corev1.Pod, eventType, reason, message string)
@@ -78,6 +93,11 @@ type Config struct {
 	// ShuttingDown, when set and true, makes admission refuse every new
 	// pod with reason NodeShutdown (SPEC GNS-6).
 	ShuttingDown func() bool
+	// Volumes, when set, prepares the volumes of pods that have some
+	// before they start (the runtime must then be a
+	// runtime.VolumeRuntime); without it volumes are ignored (nodeplane
+	// sim).
+	Volumes Volumes
 }
 
 // Manager keeps the runtime in line with the pods bound to this node.
@@ -97,6 +117,9 @@ type Manager struct {
 	// shutdown are the pods stopped by a graceful node shutdown: once
 	// stopped their status is the shutdown's final one (GNS-5).
 	shutdown map[types.UID]bool
+	// mountErr is the last volume problem reported for a pod that waits
+	// for its volumes (an event is recorded when it changes).
+	mountErr map[types.UID]string
 }
 
 // rejection is why admission refused a pod; kept so that the Failed status
@@ -133,6 +156,7 @@ func New(cfg Config) (*Manager, error) {
 		rejected: map[types.UID]rejection{},
 		stopping: map[types.UID]bool{},
 		shutdown: map[types.UID]bool{},
+		mountErr: map[types.UID]string{},
 	}
 	if !cfg.Inline {
 		m.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -218,10 +242,29 @@ func (m *Manager) Replace(pods []*corev1.Pod) {
 	for _, p := range pods {
 		m.enqueue(p.UID)
 	}
+	running := map[types.UID]bool{}
 	for _, rs := range m.cfg.Runtime.Pods() {
+		running[rs.UID] = true
 		if _, ok := m.pods[rs.UID]; !ok {
 			m.enqueue(rs.UID)
 		}
+	}
+	if m.cfg.Volumes != nil {
+		m.cfg.Volumes.CleanupOrphans(func(uid types.UID) bool { return running[uid] || m.get(uid) != nil })
+	}
+}
+
+// NodeChanged resyncs the pods waiting for their volumes (an attach shows
+// in the Node's status.volumesAttached).
+func (m *Manager) NodeChanged() {
+	m.mu.Lock()
+	var waiting []types.UID
+	for uid := range m.mountErr {
+		waiting = append(waiting, uid)
+	}
+	m.mu.Unlock()
+	for _, uid := range waiting {
+		m.enqueue(uid)
 	}
 }
 
@@ -273,14 +316,17 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		// Gone from the API: stop whatever still runs and forget it.
 		if !inRuntime {
 			m.forget(uid)
-			return nil
+			return m.cleanupVolumes(uid)
 		}
 		m.cfg.Logger.Info("stopping pod no longer bound to this node", "pod", rs.Namespace+"/"+rs.Name)
 		if err := m.cfg.Runtime.KillPod(ctx, uid, DefaultGracePeriod); err != nil {
 			return fmt.Errorf("stop pod %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
 		m.forget(uid)
-		return m.cfg.Runtime.RemovePod(uid)
+		if err := m.cfg.Runtime.RemovePod(uid); err != nil {
+			return err
+		}
+		return m.cleanupVolumes(uid)
 	}
 	if IsMirror(pod) {
 		return m.removeMirror(ctx, pod, inRuntime)
@@ -320,13 +366,29 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 			}
 			return m.writeStatus(ctx, pod, r.status(pod, metav1.NewTime(m.now())))
 		}
-		err := m.cfg.Runtime.SyncPod(ctx, pod)
+		vols, err := m.prepareVolumes(ctx, pod, node)
+		if err != nil {
+			m.admitMu.Unlock()
+			return m.volumesNotReady(ctx, pod, err)
+		}
+		if vols != nil {
+			err = m.cfg.Runtime.(runtime.VolumeRuntime).SyncPodWithVolumes(ctx, pod, vols)
+		} else {
+			err = m.cfg.Runtime.SyncPod(ctx, pod)
+		}
 		m.admitMu.Unlock()
 		if err != nil {
 			return fmt.Errorf("start pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		rs, inRuntime = m.cfg.Runtime.PodStatus(uid)
-	} else if !terminal && !rs.Killed {
+	} else if terminal || rs.Killed {
+		if m.cfg.Volumes != nil && stoppedAll(rs) {
+			m.cfg.Volumes.Release(uid)
+		}
+	} else {
+		if m.cfg.Volumes != nil && len(pod.Spec.Volumes) > 0 {
+			m.cfg.Volumes.Track(ctx, pod)
+		}
 		if err := m.cfg.Runtime.SyncPod(ctx, pod); err != nil {
 			return fmt.Errorf("start pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -459,7 +521,74 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, rs runtime.Pod
 			return fmt.Errorf("remove pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	return nil
+	return m.cleanupVolumes(pod.UID)
+}
+
+// prepareVolumes readies the pod's volumes (nil: the pod needs none, or
+// the agent does not manage volumes).
+func (m *Manager) prepareVolumes(ctx context.Context, pod *corev1.Pod, node *corev1.Node) (map[string]runtime.Volume, error) {
+	if m.cfg.Volumes == nil || len(pod.Spec.Volumes) == 0 {
+		return nil, nil
+	}
+	if _, ok := m.cfg.Runtime.(runtime.VolumeRuntime); !ok {
+		return nil, errors.New("the container runtime cannot mount volumes")
+	}
+	vols, err := m.cfg.Volumes.Prepare(ctx, pod, node)
+	if err != nil {
+		return nil, err
+	}
+	if vols == nil {
+		vols = map[string]runtime.Volume{}
+	}
+	m.mu.Lock()
+	delete(m.mountErr, pod.UID)
+	m.mu.Unlock()
+	return vols, nil
+}
+
+// volumesNotReady reports a pod whose volumes cannot be prepared (yet): a
+// Warning FailedMount event when the problem is new, the pod's containers
+// waiting in ContainerCreating, and an error so the pod is retried with
+// back-off (a Node change retries it at once, see NodeChanged).
+func (m *Manager) volumesNotReady(ctx context.Context, pod *corev1.Pod, cause error) error {
+	msg := cause.Error()
+	m.mu.Lock()
+	changed := m.mountErr[pod.UID] != msg
+	m.mountErr[pod.UID] = msg
+	m.mu.Unlock()
+	if changed {
+		m.cfg.Logger.Info("pod volumes not ready", "pod", pod.Namespace+"/"+pod.Name, "err", msg)
+		if m.cfg.Recorder != nil {
+			m.cfg.Recorder.PodEvent(pod, corev1.EventTypeWarning, ReasonFailedMount, msg)
+		}
+	}
+	if err := m.writeStatus(ctx, pod, m.computeWith(pod, runtime.PodStatus{}, false)); err != nil {
+		return err
+	}
+	return fmt.Errorf("volumes of pod %s/%s: %w", pod.Namespace, pod.Name, cause)
+}
+
+// ReasonFailedMount is the event of a pod whose volumes cannot be mounted.
+const ReasonFailedMount = "FailedMount"
+
+func (m *Manager) cleanupVolumes(uid types.UID) error {
+	m.mu.Lock()
+	delete(m.mountErr, uid)
+	m.mu.Unlock()
+	if m.cfg.Volumes == nil {
+		return nil
+	}
+	return m.cfg.Volumes.Cleanup(uid)
+}
+
+// stoppedAll reports whether no container of the pod runs.
+func stoppedAll(rs runtime.PodStatus) bool {
+	for _, c := range append(append([]runtime.ContainerStatus(nil), rs.InitContainers...), rs.Containers...) {
+		if c.State.Running != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // IsMirror reports whether pod is a mirror pod: the API's copy of a static
@@ -503,7 +632,13 @@ func stopped(rs runtime.PodStatus) bool {
 }
 
 func (m *Manager) compute(pod *corev1.Pod, rs runtime.PodStatus) corev1.PodStatus {
-	st := podstatus.Compute(pod, rs, true, metav1.NewTime(m.now()))
+	return m.computeWith(pod, rs, true)
+}
+
+// computeWith is compute for a pod the runtime may not know yet (ok=false:
+// nothing was started, as for a pod waiting for its volumes).
+func (m *Manager) computeWith(pod *corev1.Pod, rs runtime.PodStatus, ok bool) corev1.PodStatus {
+	st := podstatus.Compute(pod, rs, ok, metav1.NewTime(m.now()))
 	ips := m.cfg.HostIPs()
 	if len(ips) > 0 {
 		st.HostIP, st.PodIP = ips[0], ips[0]

@@ -110,3 +110,23 @@ type ContainerStatus struct {
 // exited, was restarted), so the agent can post status promptly rather than
 // on its next periodic pass. Implementations must not block.
 type Notifier func(uid types.UID)
+
+// Volume is a pod volume the agent prepared on the node: the directory (or
+// file) that containers mounting the volume see at their mountPath.
+type Volume struct {
+	// HostPath is the node path bind-mounted at each mountPath.
+	HostPath string `json:"hostPath"`
+	// ReadOnly forces every mount of the volume read-only (configMap and
+	// secret volumes, a persistentVolumeClaim volume marked readOnly).
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+// VolumeRuntime is a Runtime that can show prepared volumes to a pod's
+// containers at their mountPaths. SyncPodWithVolumes is SyncPod with the
+// pod's prepared volumes by name; like SyncPod it changes nothing for a pod
+// the runtime already knows. The volumes are kept with the pod, so restarts
+// (also after an agent restart) mount them again.
+type VolumeRuntime interface {
+	Runtime
+	SyncPodWithVolumes(ctx context.Context, pod *corev1.Pod, volumes map[string]Volume) error
+}

@@ -290,6 +290,9 @@ func admitNode(node string, a Attributes) error {
 		if len(n.OwnerReferences) > 0 {
 			return forbidden(a, "node %q is not allowed to set ownerReferences", node)
 		}
+		if len(n.Status.VolumesAttached) > 0 {
+			return forbidden(a, "node %q is not allowed to set status.volumesAttached", node)
+		}
 		keys := make([]string, 0, len(n.Labels))
 		for k := range n.Labels {
 			keys = append(keys, k)
@@ -311,6 +314,13 @@ func admitNode(node string, a Attributes) error {
 		}
 		if !equality.Semantic.DeepEqual(old.OwnerReferences, n.OwnerReferences) {
 			return forbidden(a, "node %q is not allowed to modify ownerReferences", node)
+		}
+		// The attach/detach controller owns status.volumesAttached (SPEC
+		// ADC-2, ADC-5): the agent mounts a volume only once it is listed
+		// there, so a node that could write it could mount a volume attached
+		// elsewhere. Stricter than upstream, which trusts the kubelet here.
+		if !equality.Semantic.DeepEqual(old.Status.VolumesAttached, n.Status.VolumesAttached) {
+			return forbidden(a, "node %q is not allowed to modify status.volumesAttached", node)
 		}
 		if bad := nodelabels.Forbidden(modifiedLabels(old.Labels, n.Labels)); len(bad) > 0 {
 			return forbidden(a, "node %q is not allowed to modify labels: %s", node, strings.Join(bad, ", "))

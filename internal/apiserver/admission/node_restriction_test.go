@@ -168,6 +168,21 @@ func TestNodeRestriction(t *testing.T) {
 		}()}, `node "a" is not allowed to set spec.configSource`},
 		{"a node may not register with an owner", asNode("a"), Attributes{Operation: Create, Resource: nodes, Object: owned(node("a", nil), "ghost")}, `node "a" is not allowed to set ownerReferences`},
 		{"a node may not update another node", asNode("a"), Attributes{Operation: Update, Resource: nodes, Subresource: "status", Name: "b", Object: node("b", nil), OldObject: node("b", nil)}, `node "a" is not allowed to modify node "b"`},
+		{"a node may not write its volumesAttached, which the attach/detach controller owns", asNode("a"), Attributes{Operation: Update, Resource: nodes, Subresource: "status", Name: "a", Object: func() *corev1.Node {
+			n := node("a", nil)
+			n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/nodeplane.io/shared-dir^v1"}}
+			return n
+		}(), OldObject: node("a", nil)}, `node "a" is not allowed to modify status.volumesAttached`},
+		{"a node may not register with volumes attached", asNode("a"), Attributes{Operation: Create, Resource: nodes, Object: func() *corev1.Node {
+			n := node("a", nil)
+			n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/nodeplane.io/shared-dir^v1"}}
+			return n
+		}()}, `node "a" is not allowed to set status.volumesAttached`},
+		{"a node reports its volumes in use", asNode("a"), Attributes{Operation: Update, Resource: nodes, Subresource: "status", Name: "a", Object: func() *corev1.Node {
+			n := node("a", nil)
+			n.Status.VolumesInUse = []corev1.UniqueVolumeName{"kubernetes.io/csi/nodeplane.io/shared-dir^v1"}
+			return n
+		}(), OldObject: node("a", nil)}, ""},
 		{"a node may not change its taints", asNode("a"), Attributes{Operation: Update, Resource: nodes, Name: "a", Object: node("a", nil), OldObject: node("a", nil, noSchedule)}, `node "a" is not allowed to modify taints`},
 		{"a node may not point its config source elsewhere", asNode("a"), Attributes{Operation: Update, Resource: nodes, Name: "a", Object: func() *corev1.Node {
 			n := node("a", nil)

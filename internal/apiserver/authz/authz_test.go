@@ -92,12 +92,16 @@ func testObjects() *fakeObjects {
 		Spec: corev1.PodSpec{NodeName: "a", Volumes: []corev1.Volume{
 			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 			{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
-		}},
+			{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg-a"}}}},
+			{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "sec-a"}}},
+		}, Containers: []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env-a"}}}}}}},
 	}
 	otherPod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "on-b", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "b", Volumes: []corev1.Volume{
 			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "b-data"}}},
+			{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg-b"}}}},
+			{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "sec-b"}}},
 		}},
 	}
 	return &fakeObjects{
@@ -169,6 +173,16 @@ func TestAuthorize(t *testing.T) {
 		{"a node may not list events", nodeA, res("list", "", "events", "", "", ""), `cannot list resource "events"`},
 		{"a node may not read namespaces", nodeA, res("get", "", "namespaces", "", "", "default"), `namespaces "default" is forbidden`},
 
+		{"a node gets a configmap its pod mounts", nodeA, res("get", "", "configmaps", "", "default", "cfg-a"), ""},
+		{"a node watches a configmap its pod mounts by name", nodeA, withFields(res("watch", "", "configmaps", "", "default", ""), "metadata.name=cfg-a"), ""},
+		{"a node gets a secret its pod mounts", nodeA, res("get", "", "secrets", "", "default", "sec-a"), ""},
+		{"a node gets a secret its pod's env comes from", nodeA, res("get", "", "secrets", "", "default", "env-a"), ""},
+		{"a node may not get a configmap only another node's pod mounts", nodeA, res("get", "", "configmaps", "", "default", "cfg-b"), "no relationship found between node 'a' and this object"},
+		{"a node may not get a secret only another node's pod mounts", nodeA, res("get", "", "secrets", "", "default", "sec-b"), "no relationship found"},
+		{"a node may not get a secret of that name in another namespace", nodeA, res("get", "", "secrets", "", "kube-system", "sec-a"), "no relationship found"},
+		{"a node may not get a configmap its pod names as a secret", nodeA, res("get", "", "configmaps", "", "default", "sec-a"), "no relationship found"},
+		{"a node may not list secrets", nodeA, res("list", "", "secrets", "", "default", ""), "no relationship found"},
+		{"a node may not update a configmap its pod mounts", nodeA, res("update", "", "configmaps", "", "default", "cfg-a"), `may only get, list and watch configmaps referenced by its pods`},
 		{"a node gets a claim its pod uses", nodeA, res("get", "", "persistentvolumeclaims", "", "default", "data"), ""},
 		{"a node gets the claim of its pod's ephemeral volume", nodeA, res("get", "", "persistentvolumeclaims", "", "default", "on-a-scratch"), ""},
 		{"a node updates the status of a claim its pod uses", nodeA, res("update", "", "persistentvolumeclaims", "status", "default", "data"), ""},
@@ -178,6 +192,9 @@ func TestAuthorize(t *testing.T) {
 		{"a node may not get another node's volume", nodeA, res("get", "", "persistentvolumes", "", "", "pv-b"), "no relationship found"},
 		{"a node gets its volume attachment", nodeA, res("get", "storage.k8s.io", "volumeattachments", "", "", "va-a"), ""},
 		{"a node may not get another node's attachment", nodeA, res("get", "storage.k8s.io", "volumeattachments", "", "", "va-b"), "no relationship found"},
+		{"a node may not mark its attachment attached (the attacher's job)", nodeA, res("update", "storage.k8s.io", "volumeattachments", "status", "", "va-a"), `cannot update resource "volumeattachments/status"`},
+		{"a node may not create a storage class", nodeA, res("create", "storage.k8s.io", "storageclasses", "", "", ""), `cannot create resource "storageclasses"`},
+		{"a plain user may not create a storage class", plainUser, res("create", "storage.k8s.io", "storageclasses", "", "", ""), `cannot create resource "storageclasses"`},
 
 		{"anyone reads discovery", plainUser, Attributes{Verb: "get", Path: "/apis/apps/v1"}, ""},
 		{"anyone reads the version", nodeA, Attributes{Verb: "get", Path: "/version"}, ""},

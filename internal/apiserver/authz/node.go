@@ -24,6 +24,8 @@ func decideNode(ctx context.Context, node string, objs Objects, a Attributes) (b
 		// The system:node role: nodes record events about anything.
 		ok := a.Subresource == "" && (a.Verb == "create" || a.Verb == "update" || a.Verb == "patch")
 		return ok, "", nil
+	case a.APIGroup == "" && (a.Resource == "configmaps" || a.Resource == "secrets"):
+		return decideReferenced(ctx, node, objs, a)
 	case a.APIGroup == "" && a.Resource == "persistentvolumeclaims":
 		return decideClaims(ctx, node, objs, a)
 	case a.APIGroup == "" && a.Resource == "persistentvolumes":
@@ -215,6 +217,116 @@ func attachmentRelated(ctx context.Context, node string, objs Objects, name stri
 		return false, noRelationship(node), nil
 	}
 	return true, "", nil
+}
+
+// decideReferenced: a node may get (or list and watch by metadata.name) a
+// ConfigMap or Secret that a pod bound to it references — for its volumes,
+// env and envFrom, or (secrets) as an image pull secret.
+func decideReferenced(ctx context.Context, node string, objs Objects, a Attributes) (bool, string, error) {
+	if a.Subresource != "" || (a.Verb != "get" && a.Verb != "list" && a.Verb != "watch") {
+		return false, fmt.Sprintf("node %q may only get, list and watch %s referenced by its pods", node, a.Resource), nil
+	}
+	name := targetName(a)
+	if objs == nil || name == "" || a.Namespace == "" {
+		return false, noRelationship(node), nil
+	}
+	pods, err := objs.PodsOnNode(ctx, node)
+	if err != nil {
+		return false, "", fmt.Errorf("authorize node %q: list its pods: %w", node, err)
+	}
+	for _, pod := range pods {
+		if pod.Namespace != a.Namespace {
+			continue
+		}
+		refs := configMapNames(pod)
+		if a.Resource == "secrets" {
+			refs = secretNames(pod)
+		}
+		for _, r := range refs {
+			if r == name {
+				return true, "", nil
+			}
+		}
+	}
+	return false, noRelationship(node), nil
+}
+
+// envSources are the env and envFrom entries of all of a pod's containers.
+func envSources(pod *corev1.Pod) ([]corev1.EnvVar, []corev1.EnvFromSource) {
+	var env []corev1.EnvVar
+	var from []corev1.EnvFromSource
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			env = append(env, c.Env...)
+			from = append(from, c.EnvFrom...)
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		env = append(env, c.Env...)
+		from = append(from, c.EnvFrom...)
+	}
+	return env, from
+}
+
+// configMapNames are the ConfigMaps a pod references.
+func configMapNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			out = append(out, v.ConfigMap.Name)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.ConfigMap != nil {
+					out = append(out, s.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	env, from := envSources(pod)
+	for _, e := range env {
+		if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+			out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
+		}
+	}
+	for _, f := range from {
+		if f.ConfigMapRef != nil {
+			out = append(out, f.ConfigMapRef.Name)
+		}
+	}
+	return out
+}
+
+// secretNames are the Secrets a pod references.
+func secretNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			out = append(out, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil {
+					out = append(out, s.Secret.Name)
+				}
+			}
+		}
+	}
+	env, from := envSources(pod)
+	for _, e := range env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			out = append(out, e.ValueFrom.SecretKeyRef.Name)
+		}
+	}
+	for _, f := range from {
+		if f.SecretRef != nil {
+			out = append(out, f.SecretRef.Name)
+		}
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // claimNames are the persistent volume claims a pod uses: named claims and

@@ -109,3 +109,16 @@ func VolumeAttachment(va *storagev1.VolumeAttachment) {
 		pvSpec(s)
 	}
 }
+
+// StorageClass defaults reclaimPolicy to Delete and volumeBindingMode to
+// Immediate.
+func StorageClass(sc *storagev1.StorageClass) {
+	if sc.ReclaimPolicy == nil {
+		p := corev1.PersistentVolumeReclaimDelete
+		sc.ReclaimPolicy = &p
+	}
+	if sc.VolumeBindingMode == nil {
+		m := storagev1.VolumeBindingImmediate
+		sc.VolumeBindingMode = &m
+	}
+}

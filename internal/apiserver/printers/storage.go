@@ -166,3 +166,44 @@ func orUnset(s *string) string {
 	}
 	return *s
 }
+
+// StorageClasses prints storage.k8s.io/v1 storage classes: NAME PROVISIONER
+// RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE. The default
+// class's name gets " (default)", as kubectl shows it.
+func StorageClasses() Printer {
+	doc := storagev1.StorageClass{}.SwaggerDoc()
+	return Printer{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("Provisioner", "string", doc["provisioner"]),
+			column("ReclaimPolicy", "string", doc["reclaimPolicy"]),
+			column("VolumeBindingMode", "string", doc["volumeBindingMode"]),
+			column("AllowVolumeExpansion", "string", doc["allowVolumeExpansion"]),
+			ageColumn(),
+		},
+		Cells: cellsOf(func(sc *storagev1.StorageClass, now time.Time) []interface{} {
+			name := sc.Name
+			if isDefaultClass(sc.Annotations) {
+				name += " (default)"
+			}
+			reclaim := string(corev1.PersistentVolumeReclaimDelete)
+			if sc.ReclaimPolicy != nil {
+				reclaim = string(*sc.ReclaimPolicy)
+			}
+			mode := string(storagev1.VolumeBindingImmediate)
+			if sc.VolumeBindingMode != nil {
+				mode = string(*sc.VolumeBindingMode)
+			}
+			expand := "false"
+			if sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion {
+				expand = "true"
+			}
+			return []interface{}{name, sc.Provisioner, reclaim, mode, expand, age(sc.CreationTimestamp, now)}
+		}),
+	}
+}
+
+// isDefaultClass reads the is-default-class annotation (and its beta form).
+func isDefaultClass(ann map[string]string) bool {
+	return ann["storageclass.kubernetes.io/is-default-class"] == "true" || ann["storageclass.beta.kubernetes.io/is-default-class"] == "true"
+}

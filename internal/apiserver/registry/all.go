@@ -12,6 +12,8 @@ func All() []*Resource {
 		Nodes(),
 		Pods(),
 		events,
+		ConfigMaps(),
+		Secrets(),
 		PersistentVolumes(),
 		PersistentVolumeClaims(),
 		Deployments(),
@@ -21,5 +23,6 @@ func All() []*Resource {
 		Leases(),
 		EventsV1(events),
 		VolumeAttachments(),
+		StorageClasses(),
 	}
 }

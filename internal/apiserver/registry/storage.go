@@ -112,3 +112,24 @@ func VolumeAttachments() *Resource {
 		},
 	}
 }
+
+// StorageClasses declares storage.k8s.io/v1 storageclasses (cluster-scoped,
+// no status).
+func StorageClasses() *Resource {
+	return &Resource{
+		GroupVersion: storagev1.SchemeGroupVersion, Resource: "storageclasses", Singular: "storageclass", Kind: "StorageClass", ListKind: "StorageClassList",
+		ShortNames: []string{"sc"},
+		New:        func() runtime.Object { return &storagev1.StorageClass{} },
+		NewList:    func() runtime.Object { return &storagev1.StorageClassList{} },
+		Printer:    printers.StorageClasses(),
+		Strategy: Strategy{
+			Default: func(obj runtime.Object) { defaults.StorageClass(obj.(*storagev1.StorageClass)) },
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validation.StorageClass(obj.(*storagev1.StorageClass))
+			},
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validation.StorageClassUpdate(obj.(*storagev1.StorageClass), old.(*storagev1.StorageClass))
+			},
+		},
+	}
+}

@@ -13,6 +13,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeplane/nodeplane/internal/volume/shareddir"
 )
 
 // Sorted, as kube prints them.
@@ -266,9 +268,14 @@ func csiPVSource(csi *corev1.CSIPersistentVolumeSource, fldPath *field.Path) fie
 }
 
 // csiDriverName: required, at most 63 characters, a DNS subdomain once
-// lower-cased.
+// lower-cased. The one exception is nodeplane's built-in driver, whose name
+// (nodeplane.io/shared-dir, fixed by issue 14) has a slash upstream would
+// refuse (docs/differences.md).
 func csiDriverName(name string, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
+	if name == shareddir.Driver {
+		return nil
+	}
 	if name == "" {
 		allErrs = append(allErrs, field.Required(fldPath, ""))
 	}

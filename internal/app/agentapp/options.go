@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,10 @@ type Options struct {
 	// LogindConfigDir is where the InhibitDelayMaxSec override goes.
 	LogindBusAddress string
 	LogindConfigDir  string
+	// SharedVolumeRoot is where the nodeplane.io/shared-dir driver keeps
+	// its volumes (one directory per volumeHandle); every node that may
+	// run their pods must reach the same tree (NFS in production).
+	SharedVolumeRoot string
 
 	Logging logging.Options
 }
@@ -109,6 +114,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ShutdownLogind, "shutdown-logind", o.ShutdownLogind, "auto: when systemd-logind answers on the system bus at start, hold a delay inhibitor lock and shut the node down gracefully when logind announces the machine's shutdown; off: never")
 	fs.StringVar(&o.LogindBusAddress, "logind-bus-address", o.LogindBusAddress, "D-Bus address to reach logind on (default: $DBUS_SYSTEM_BUS_ADDRESS, else the system bus socket)")
 	fs.StringVar(&o.LogindConfigDir, "logind-config-dir", o.LogindConfigDir, "logind drop-in directory where the agent raises InhibitDelayMaxSec to its shutdown budget when it is shorter")
+	fs.StringVar(&o.SharedVolumeRoot, "shared-volume-root", o.SharedVolumeRoot, "Directory holding the volumes of the nodeplane.io/shared-dir CSI driver, one per volumeHandle; shared by every node (e.g. an NFS mount); created if absent. Empty: such volumes cannot be used on this node")
 	o.Logging.AddFlags(fs)
 }
 
@@ -186,6 +192,9 @@ func (o *Options) Validate() error {
 	}
 	if strings.TrimSpace(o.LogindConfigDir) == "" {
 		errs = append(errs, errors.New("--logind-config-dir must not be empty"))
+	}
+	if o.SharedVolumeRoot != "" && !filepath.IsAbs(o.SharedVolumeRoot) {
+		errs = append(errs, fmt.Errorf("--shared-volume-root %q must be an absolute path", o.SharedVolumeRoot))
 	}
 	return errors.Join(errs...)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/host"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
 	"github.com/nodeplane/nodeplane/internal/agent/shutdown/logind"
+	"github.com/nodeplane/nodeplane/internal/agent/volumes"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/logging"
 	"github.com/nodeplane/nodeplane/internal/version"
@@ -263,6 +264,20 @@ func Run(ctx context.Context, cfg Config) error {
 	// Containers keep running after the agent stops (their shims are
 	// detached); the next agent adopts them.
 	defer rt.Close()
+	if o.SharedVolumeRoot != "" {
+		if err := os.MkdirAll(o.SharedVolumeRoot, 0o755); err != nil {
+			return fmt.Errorf("--shared-volume-root %s: %w", o.SharedVolumeRoot, err)
+		}
+	}
+	api := agent.API{Core: core, Coordination: coord}
+	vols, err := volumes.NewManager(volumes.Config{
+		Layout: volumes.Layout{PodsDir: filepath.Join(o.DataDir, "volumes", "pods"), SharedRoot: o.SharedVolumeRoot},
+		Client: api,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
 	ag, err = agent.New(agent.Config{
 		NodeName:           nodeName,
 		Settings:           settings,
@@ -270,7 +285,8 @@ func Run(ctx context.Context, cfg Config) error {
 		NodeIPs:            nodeIPs,
 		Host:               h,
 		Runtime:            rt,
-		API:                agent.API{Core: core, Coordination: coord},
+		API:                api,
+		Volumes:            vols,
 		ClientCAs:          caPool,
 		ServingCertificate: id.ServingCertificate,
 		Listen:             net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),

@@ -27,6 +27,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
@@ -104,6 +106,21 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		cfg := garbagecollector.DefaultConfig()
 		cfg.Client, cfg.Clock, cfg.Logger = d.client, d.clock, d.logger
 		out = append(out, garbagecollector.New(cfg))
+	}
+	if sel.Enabled(persistentvolume.ControllerName) {
+		out = append(out, persistentvolume.NewController(persistentvolume.Config{
+			Client: d.client, Clock: d.clock, Logger: d.logger,
+			SyncPeriod: d.opts.PVClaimBinderSyncPeriod, SharedVolumeRoot: d.opts.SharedVolumeRoot,
+		}))
+	}
+	if sel.Enabled(attachdetach.ControllerName) {
+		out = append(out, attachdetach.NewController(attachdetach.ControllerConfig{
+			Core: attachdetach.Config{
+				MaxWaitForUnmount:           d.opts.MaxWaitForUnmount,
+				DisableForceDetachOnTimeout: d.opts.DisableForceDetachOnTimeout,
+			},
+			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
+		}))
 	}
 	return out, nlc, nil
 }

@@ -75,6 +75,20 @@ type Controllers struct {
 	UnhealthyZoneThreshold    float64
 	LargeClusterSizeThreshold int
 	TerminatedPodGCThreshold  int
+
+	// PVClaimBinderSyncPeriod is --pvclaimbinder-sync-period.
+	PVClaimBinderSyncPeriod time.Duration
+	// DisableAttachDetachReconcileSync, AttachDetachReconcileSyncPeriod and
+	// DisableForceDetachOnTimeout are the attach/detach controller's flags.
+	DisableAttachDetachReconcileSync bool
+	AttachDetachReconcileSyncPeriod  time.Duration
+	DisableForceDetachOnTimeout      bool
+	// MaxWaitForUnmount (nodeplane-only) shortens upstream's fixed 6 min
+	// maxWaitForUnmountDuration, for tests.
+	MaxWaitForUnmount time.Duration
+	// SharedVolumeRoot (nodeplane-only): where the server reaches the
+	// nodeplane.io/shared-dir volumes, if it does.
+	SharedVolumeRoot string
 }
 
 // DefaultControllers are the upstream defaults.
@@ -85,6 +99,7 @@ func DefaultControllers() Controllers {
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 50 * time.Second, NodeStartupGracePeriod: 60 * time.Second,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
 		TerminatedPodGCThreshold: 12500,
+		PVClaimBinderSyncPeriod:  15 * time.Second, AttachDetachReconcileSyncPeriod: time.Minute, MaxWaitForUnmount: 6 * time.Minute,
 	}
 }
 
@@ -103,6 +118,12 @@ func (c *Controllers) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.UnhealthyZoneThreshold, "unhealthy-zone-threshold", c.UnhealthyZoneThreshold, "Fraction of not-Ready nodes (at least 3) that makes a zone partially disrupted")
 	fs.IntVar(&c.LargeClusterSizeThreshold, "large-cluster-size-threshold", c.LargeClusterSizeThreshold, "Zones with more nodes than this are large (secondary rate in partial disruption; small ones stop)")
 	fs.IntVar(&c.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.TerminatedPodGCThreshold, "Terminated pods kept before the oldest are deleted; 0 disables")
+	fs.DurationVar(&c.PVClaimBinderSyncPeriod, "pvclaimbinder-sync-period", c.PVClaimBinderSyncPeriod, "How often the persistent volume controller syncs every claim and volume again")
+	fs.BoolVar(&c.DisableAttachDetachReconcileSync, "disable-attach-detach-reconcile-sync", c.DisableAttachDetachReconcileSync, "Accepted for compatibility: the attach/detach controller reads its actual state from the VolumeAttachments, so there is nothing to resync")
+	fs.DurationVar(&c.AttachDetachReconcileSyncPeriod, "attach-detach-reconcile-sync-period", c.AttachDetachReconcileSyncPeriod, "Accepted for compatibility (must be >= 1s): see --disable-attach-detach-reconcile-sync")
+	fs.BoolVar(&c.DisableForceDetachOnTimeout, "disable-force-detach-on-timeout", c.DisableForceDetachOnTimeout, "Never force-detach a volume still mounted on an unhealthy node when the unmount wait runs out; such volumes are then detached only through the node.kubernetes.io/out-of-service taint")
+	fs.DurationVar(&c.MaxWaitForUnmount, "max-wait-for-unmount-duration", c.MaxWaitForUnmount, "nodeplane-only, for tests: how long the attach/detach controller waits for an unhealthy node to unmount a volume before force-detaching it (upstream: fixed at 6m)")
+	fs.StringVar(&c.SharedVolumeRoot, "shared-volume-root", c.SharedVolumeRoot, "nodeplane-only: where this server reaches the nodeplane.io/shared-dir volume root; when set, provisioning creates each volume's directory and deleting a provisioned volume removes it (empty: agents create directories on first mount and deleted volumes' data stays)")
 }
 
 // Validate names the flag at fault.
@@ -127,6 +148,15 @@ func (c *Controllers) Validate() []error {
 	}
 	if c.UnhealthyZoneThreshold <= 0 || c.UnhealthyZoneThreshold > 1 {
 		errs = append(errs, fmt.Errorf("--unhealthy-zone-threshold must be in (0, 1], got %v", c.UnhealthyZoneThreshold))
+	}
+	if c.PVClaimBinderSyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--pvclaimbinder-sync-period must be > 0, got %v", c.PVClaimBinderSyncPeriod))
+	}
+	if c.AttachDetachReconcileSyncPeriod < time.Second {
+		errs = append(errs, fmt.Errorf("--attach-detach-reconcile-sync-period must be >= 1s, got %v", c.AttachDetachReconcileSyncPeriod))
+	}
+	if c.MaxWaitForUnmount <= 0 {
+		errs = append(errs, fmt.Errorf("--max-wait-for-unmount-duration must be > 0, got %v", c.MaxWaitForUnmount))
 	}
 	if c.LargeClusterSizeThreshold < 0 || c.TerminatedPodGCThreshold < 0 {
 		errs = append(errs, fmt.Errorf("--large-cluster-size-threshold and --terminated-pod-gc-threshold must be >= 0, got %d and %d", c.LargeClusterSizeThreshold, c.TerminatedPodGCThreshold))

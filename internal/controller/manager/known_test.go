@@ -13,6 +13,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
 
@@ -26,6 +28,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
 		daemonset.ControllerName, disruption.ControllerName, scheduler.Name,
+		persistentvolume.ControllerName, attachdetach.ControllerName,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {

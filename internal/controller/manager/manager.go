@@ -166,12 +166,13 @@ func runTerm(ctx context.Context, cfg Config) {
 // these. A name is added here in the same change that builds the controller
 // (internal/app/serverapp/controllers.go), so an upstream controller
 // nodeplane does not run yet (statefulset-controller, node-ipam-controller,
-// the cloud controllers, attach-detach) is refused at start-up rather than
+// the cloud controllers) is refused at start-up rather than
 // silently doing nothing.
 var Known = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
 	"disruption-controller", "scheduler",
+	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller",
 }
 
 // Selection is a parsed --controllers value.

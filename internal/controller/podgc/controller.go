@@ -102,7 +102,7 @@ func (c *Controller) pass(ctx context.Context) {
 	}
 	plan := c.core.Plan(c.cfg.Clock.Now(), pods, nodes)
 	c.delete(ctx, plan.Terminated)
-	// Out-of-service force deletion (PGC-2) comes with the shutdown work.
+	c.delete(ctx, plan.OutOfService)
 	var gone []string
 	for _, name := range plan.Confirm {
 		_, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeplane/nodeplane/internal/agent/runtime"
 )
 
 // Restart back-off, as the kubelet's: the first restart is immediate, then
@@ -34,6 +36,8 @@ type pod struct {
 	removed bool
 	init    []*container
 	regular []*container
+	// volumes are the pod's prepared volumes by name (see mounts.go).
+	volumes map[string]runtime.Volume
 	// sidecarsStopAt is set once the pod is done and its sidecars were
 	// sent SIGTERM; they get SIGKILL after it.
 	sidecarsStopAt time.Time

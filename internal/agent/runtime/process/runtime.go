@@ -16,7 +16,8 @@
 //
 // The package owns the processes it starts and StateDir/pods; it must not
 // talk to the API server (the agent turns PodStatus into API status, see
-// package podstatus). Not supported: volumes, resource limits, security
+// package podstatus). Volumes prepared by the agent are bind-mounted into
+// each container's own mount namespace (mounts.go). Not supported: resource limits, security
 // contexts (processes run as the agent's user), probes, envFrom and
 // secret/configMap env sources (non-optional ones keep the container in
 // CreateContainerConfigError), log rotation.
@@ -103,7 +104,7 @@ type Runtime struct {
 	closeOnce sync.Once
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var _ runtime.VolumeRuntime = (*Runtime)(nil)
 
 // New loads and adopts the pods found in StateDir, then starts polling.
 func New(cfg Config) (*Runtime, error) {
@@ -324,6 +325,11 @@ func (r *Runtime) start(p *pod, c *container, now time.Time) {
 		return
 	}
 	c.rec.ImageID = "process://" + l.path
+	mounts, err := containerMounts(&c.spec, p.volumes)
+	if err != nil {
+		startError(err)
+		return
+	}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		startError(fmt.Errorf("create container dir: %w", err))
 		return
@@ -333,6 +339,10 @@ func (r *Runtime) start(p *pod, c *container, now time.Time) {
 		LogPath:  instanceFile(c.dir, n, ".log"),
 		RunPath:  instanceFile(c.dir, n, ".run"),
 		ExitPath: instanceFile(c.dir, n, ".exit"),
+		Mounts:   mounts,
+	}
+	if len(mounts) > 0 {
+		spec.Self = r.cfg.ShimCommand
 	}
 	specPath := instanceFile(c.dir, n, ".spec.json")
 	if err := writeJSON(specPath, spec); err != nil {
@@ -458,13 +468,21 @@ func (r *Runtime) stopSidecars(p *pod, now time.Time) {
 // SyncPod persists the pod and starts what is due; later passes of the poll
 // loop keep it running. Syncing a known pod (even a killed one) changes
 // nothing; the spec of a known pod is not updated.
-func (r *Runtime) SyncPod(_ context.Context, spec *corev1.Pod) error {
+func (r *Runtime) SyncPod(ctx context.Context, spec *corev1.Pod) error {
+	return r.SyncPodWithVolumes(ctx, spec, nil)
+}
+
+// SyncPodWithVolumes is SyncPod for a pod whose volumes the agent prepared:
+// each container sees them at its volumeMounts' paths through a mount
+// namespace of its own (see mounts.go).
+func (r *Runtime) SyncPodWithVolumes(_ context.Context, spec *corev1.Pod, volumes map[string]runtime.Volume) error {
 	r.mu.Lock()
 	if _, ok := r.pods[spec.UID]; ok {
 		r.mu.Unlock()
 		return nil
 	}
 	p := newPod(spec.DeepCopy(), r.podDir(spec.UID))
+	p.volumes = volumes
 	p.mu.Lock()
 	r.pods[spec.UID] = p
 	r.mu.Unlock()
@@ -491,6 +509,11 @@ func (r *Runtime) createPodDir(p *pod) error {
 	for _, c := range p.all() {
 		if err := os.MkdirAll(c.dir, 0o700); err != nil {
 			return fmt.Errorf("create container dir: %w", err)
+		}
+	}
+	if len(p.volumes) > 0 {
+		if err := writeJSON(filepath.Join(p.dir, volumesFile), p.volumes); err != nil {
+			return fmt.Errorf("save volumes of pod %s/%s: %w", p.spec.Namespace, p.spec.Name, err)
 		}
 	}
 	if err := writeJSON(filepath.Join(p.dir, podFile), p.spec); err != nil {

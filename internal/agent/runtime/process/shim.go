@@ -33,6 +33,11 @@ type shimSpec struct {
 	LogPath  string   `json:"logPath"`
 	RunPath  string   `json:"runPath"`
 	ExitPath string   `json:"exitPath"`
+	// Mounts are the volumes to bind-mount in the container's own mount
+	// namespace; Self is the shim command to re-execute as the mount
+	// helper (both empty: no namespace).
+	Mounts []mountSpec `json:"mounts,omitempty"`
+	Self   []string    `json:"self,omitempty"`
 }
 
 // runInfo identifies a started instance (both pids with their start times,
@@ -79,6 +84,9 @@ const (
 // (whatever the container's own exit code), non-zero only when the shim
 // itself could not work.
 func ShimMain(args []string) int {
+	if len(args) == 2 && args[0] == mountExecArg {
+		return mountExecMain(args[1])
+	}
 	// Descriptor 3 is the runtime's pipe; anything else there (the shim
 	// run by hand) is left alone.
 	var ready *os.File
@@ -96,15 +104,16 @@ func ShimMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s := &shim{spec: spec, clock: clock.RealClock{}, ready: ready}
+	s := &shim{spec: spec, specPath: args[0], clock: clock.RealClock{}, ready: ready}
 	return s.run()
 }
 
 type shim struct {
-	spec  shimSpec
-	clock clock.Clock
-	ready *os.File
-	once  sync.Once
+	spec     shimSpec
+	specPath string
+	clock    clock.Clock
+	ready    *os.File
+	once     sync.Once
 }
 
 // signalReady tells the runtime that runInfo or exitInfo is written.
@@ -160,13 +169,47 @@ func (s *shim) run() int {
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
+	// With volumes, the mount helper starts in a new mount namespace and
+	// becomes the program (see mounts.go); it reports failure on reportR.
+	var reportR, reportW *os.File
+	if len(s.spec.Mounts) > 0 {
+		if len(s.spec.Self) == 0 {
+			return s.fail(started, errors.New("volume mounts: no shim command to run the mount helper"))
+		}
+		if err := inMountNamespace(cmd.SysProcAttr); err != nil {
+			return s.fail(started, err)
+		}
+		if reportR, reportW, err = os.Pipe(); err != nil {
+			return s.fail(started, err)
+		}
+		cmd.Path = s.spec.Self[0]
+		cmd.Args = append(append([]string{}, s.spec.Self...), mountExecArg, s.specPath)
+		cmd.Dir = ""
+		cmd.ExtraFiles = []*os.File{reportW}
+	}
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if reportW != nil {
+		reportW.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if reportR != nil {
+			reportR.Close()
+		}
 		return s.fail(started, err)
+	}
+	if reportR != nil {
+		msg, _ := io.ReadAll(reportR)
+		reportR.Close()
+		if len(msg) > 0 {
+			_ = cmd.Wait()
+			outR.Close()
+			errR.Close()
+			return s.fail(started, errors.New(string(msg)))
+		}
 	}
 	started = s.clock.Now()
 	pid := cmd.Process.Pid

@@ -18,6 +18,7 @@ import (
 //
 //	pods/<uid>/pod.json                   the pod as synced
 //	pods/<uid>/killed                     present once KillPod was called
+//	pods/<uid>/volumes.json               the prepared volumes (runtime.Volume by name)
 //	pods/<uid>/<container>/state.json     the runtime's record (record)
 //	pods/<uid>/<container>/<n>.spec.json  what instance n runs (shimSpec)
 //	pods/<uid>/<container>/<n>.run        instance n started (runInfo, by the shim)
@@ -30,9 +31,10 @@ import (
 // the processes are gone anyway.
 
 const (
-	podFile    = "pod.json"
-	killedFile = "killed"
-	recordFile = "state.json"
+	podFile     = "pod.json"
+	volumesFile = "volumes.json"
+	killedFile  = "killed"
+	recordFile  = "state.json"
 )
 
 // Instance states in record.State.
@@ -148,6 +150,9 @@ func (r *Runtime) loadPod(uid types.UID) (*pod, error) {
 	}
 	p := newPod(&spec, dir)
 	p.killed = exists(filepath.Join(dir, killedFile))
+	if err := readJSON(filepath.Join(dir, volumesFile), &p.volumes); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	for _, c := range p.all() {
 		err := readJSON(filepath.Join(c.dir, recordFile), &c.rec)
 		if errors.Is(err, fs.ErrNotExist) {
