@@ -3,6 +3,7 @@ module github.com/nodeplane/nodeplane
 go 1.26.8
 
 require (
+	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/gnostic-models v0.7.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -70,8 +72,9 @@ type Config struct {
 	OnRepeatedFailure func()
 	// StateDir holds the graceful shutdown state file (empty: none).
 	StateDir string
-	// Metrics registers the agent's gauges (nil: not registered).
-	Metrics prometheus.Registerer
+	// Metrics is the agent's registry: its metrics are registered there
+	// and served at /metrics on the log endpoint (nil: neither).
+	Metrics *prometheus.Registry
 	// Volumes prepares pod volumes (nil: volumes are ignored, as in
 	// nodeplane sim); the Runtime must then be a runtime.VolumeRuntime.
 	Volumes *volumes.Manager
@@ -159,7 +162,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	gauges, err := shutdown.NewGauges(cfg.Metrics)
+	var reg prometheus.Registerer
+	if cfg.Metrics != nil {
+		reg = cfg.Metrics
+	}
+	gauges, err := shutdown.NewGauges(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +209,9 @@ func (a *Agent) CancelShutdown() bool { return a.shutdown.Cancel() }
 // ShutdownEnabled reports whether graceful node shutdown is configured on.
 func (a *Agent) ShutdownEnabled() bool { return a.shutdown.Enabled() }
 
+// ShutdownBudget is the sum of the shutdown priority table's budgets.
+func (a *Agent) ShutdownBudget() time.Duration { return a.shutdown.Budget() }
+
 // Notify is the runtime's change callback (wire it into the runtime's Config).
 func (a *Agent) Notify(uid types.UID) {
 	if a.manager != nil {
@@ -212,9 +222,13 @@ func (a *Agent) Notify(uid types.UID) {
 // Run registers the node and runs every loop until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	log := a.cfg.Logger
+	var metrics http.Handler
+	if a.cfg.Metrics != nil {
+		metrics = promhttp.HandlerFor(a.cfg.Metrics, promhttp.HandlerOpts{})
+	}
 	logs, err := logserver.Listen(logserver.Config{
 		Listen: a.cfg.Listen, Runtime: a.cfg.Runtime, ClientCAs: a.cfg.ClientCAs,
-		Certificate: a.cfg.ServingCertificate, Clock: a.cfg.Clock, Logger: a.cfg.Logger,
+		Certificate: a.cfg.ServingCertificate, Metrics: metrics, Clock: a.cfg.Clock, Logger: a.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("log endpoint: %w", err)

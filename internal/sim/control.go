@@ -15,6 +15,8 @@ import (
 //	GET  /status                 the Status as JSON
 //	POST /pause?node=N|zone=Z    stop heartbeats
 //	POST /resume?node=N|zone=Z   resume them
+//	POST /shutdown?node=N|zone=Z graceful node shutdown, then down
+//	POST /boot?node=N|zone=Z     start shut-down nodes again
 //	POST /reset                  start a new measuring window
 //	GET  /debug/pprof/...        Go profiles of the simulator itself
 func (s *Sim) Handler() http.Handler {
@@ -23,24 +25,26 @@ func (s *Sim) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	pause := func(paused bool) http.HandlerFunc {
+	action := func(do func(Selector) int) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			sel := Selector{Node: r.URL.Query().Get("node"), Zone: r.URL.Query().Get("zone")}
 			if (sel.Node == "") == (sel.Zone == "") {
 				http.Error(w, "give exactly one of ?node= or ?zone=", http.StatusBadRequest)
 				return
 			}
-			n := s.SetPaused(sel, paused)
+			n := do(sel)
 			if n == 0 {
-				http.Error(w, "no simulated node matches", http.StatusNotFound)
+				http.Error(w, "no simulated node matches (or none is in a state this applies to)", http.StatusNotFound)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(map[string]int{"nodes": n})
 		}
 	}
-	mux.HandleFunc("POST /pause", pause(true))
-	mux.HandleFunc("POST /resume", pause(false))
+	mux.HandleFunc("POST /pause", action(func(sel Selector) int { return s.SetPaused(sel, true) }))
+	mux.HandleFunc("POST /resume", action(func(sel Selector) int { return s.SetPaused(sel, false) }))
+	mux.HandleFunc("POST /shutdown", action(s.Shutdown))
+	mux.HandleFunc("POST /boot", action(s.Boot))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, _ *http.Request) {
@@ -52,7 +56,7 @@ func (s *Sim) Handler() http.Handler {
 
 // Commands reads control commands, one per line, until in ends:
 //
-//	pause node N | pause zone Z | resume node N | resume zone Z | status | reset
+//	pause|resume|shutdown|boot node N | pause|resume|shutdown|boot zone Z | status | reset
 //
 // and writes each answer to out.
 func (s *Sim) Commands(in io.Reader, out io.Writer) {
@@ -63,13 +67,19 @@ func (s *Sim) Commands(in io.Reader, out io.Writer) {
 			continue
 		}
 		switch {
-		case (f[0] == "pause" || f[0] == "resume") && len(f) == 3 && (f[1] == "node" || f[1] == "zone"):
+		case len(f) == 3 && (f[1] == "node" || f[1] == "zone") && (f[0] == "pause" || f[0] == "resume" || f[0] == "shutdown" || f[0] == "boot"):
 			sel := Selector{Node: f[2]}
 			if f[1] == "zone" {
 				sel = Selector{Zone: f[2]}
 			}
-			n := s.SetPaused(sel, f[0] == "pause")
-			fmt.Fprintf(out, "%sd %d node(s)\n", f[0], n)
+			switch f[0] {
+			case "pause", "resume":
+				fmt.Fprintf(out, "%sd %d node(s)\n", f[0], s.SetPaused(sel, f[0] == "pause"))
+			case "shutdown":
+				fmt.Fprintf(out, "shutting down %d node(s)\n", s.Shutdown(sel))
+			case "boot":
+				fmt.Fprintf(out, "booted %d node(s)\n", s.Boot(sel))
+			}
 		case f[0] == "status" && len(f) == 1:
 			b, _ := json.Marshal(s.Status())
 			fmt.Fprintf(out, "%s\n", b)
@@ -77,7 +87,7 @@ func (s *Sim) Commands(in io.Reader, out io.Writer) {
 			s.ResetStats()
 			fmt.Fprintln(out, "stats reset")
 		default:
-			fmt.Fprintf(out, "unknown command %q; want: pause node N | pause zone Z | resume node N | resume zone Z | status | reset\n", sc.Text())
+			fmt.Fprintf(out, "unknown command %q; want: pause|resume|shutdown|boot node N | pause|resume|shutdown|boot zone Z | status | reset\n", sc.Text())
 		}
 	}
 }

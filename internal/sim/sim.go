@@ -11,6 +11,10 @@
 // goroutines per node, and share a few HTTP/2 connections, each node
 // authenticating with its own node bearer token from the join exchange (a
 // client certificate would bind a connection to one node).
+//
+// Nodes can also be shut down gracefully (shutdown.go), one or a zone at a
+// time, with the agent's own shutdown manager, to rehearse a rolling
+// maintenance at scale.
 package sim
 
 import (
@@ -45,6 +49,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/pods"
 	"github.com/nodeplane/nodeplane/internal/agent/register"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/fake"
+	"github.com/nodeplane/nodeplane/internal/agent/shutdown"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/nodelabels"
 	"github.com/nodeplane/nodeplane/internal/version"
@@ -77,7 +82,13 @@ type Config struct {
 	// WatchPods runs each node's pod watch (field selector spec.nodeName)
 	// so pods bound to it start; off saves one watch per node.
 	WatchPods bool
-	Clock     clock.WithTicker
+	// ShutdownGracePeriod and ShutdownGracePeriodCriticalPods are every
+	// node's graceful shutdown budgets (defaults 30 s and 10 s, as the
+	// agent's); a node's shutdown stops its pods in priority order within
+	// them.
+	ShutdownGracePeriod             time.Duration
+	ShutdownGracePeriodCriticalPods time.Duration
+	Clock                           clock.WithTicker
 	// Seed makes start offsets and jitter reproducible.
 	Seed   uint64
 	Logger *slog.Logger
@@ -101,6 +112,9 @@ type Sim struct {
 	maxGap     atomic.Int64
 	transport  *http.Transport
 	tokens     *join.TokenClient
+	// ctx is Run's: node shutdowns run on it (set before any node exists).
+	ctx context.Context
+	wg  sync.WaitGroup // node shutdowns
 }
 
 type node struct {
@@ -113,6 +127,11 @@ type node struct {
 	manager    *pods.Manager
 	uid        atomic.Value // types.UID
 	lastRenew  atomic.Int64 // unix nanos of the last successful renewal
+	// shutdown is the node's graceful shutdown, from its start (nil: none);
+	// down is set when it has ended: the node's agent is gone (no more
+	// renewals or status updates) until it boots again.
+	shutdown atomic.Pointer[shutdown.Manager]
+	down     atomic.Bool
 }
 
 // New checks cfg.
@@ -148,6 +167,13 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Joiners <= 0 {
 		cfg.Joiners = 16
 	}
+	if cfg.ShutdownGracePeriod == 0 && cfg.ShutdownGracePeriodCriticalPods == 0 {
+		cfg.ShutdownGracePeriod, cfg.ShutdownGracePeriodCriticalPods = 30*time.Second, 10*time.Second
+	}
+	if cfg.ShutdownGracePeriod < 0 || cfg.ShutdownGracePeriodCriticalPods < 0 || cfg.ShutdownGracePeriodCriticalPods > cfg.ShutdownGracePeriod {
+		return nil, fmt.Errorf("sim: --shutdown-grace-period-critical-pods (%v) must be between 0 and --shutdown-grace-period (%v)",
+			cfg.ShutdownGracePeriodCriticalPods, cfg.ShutdownGracePeriod)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -173,6 +199,8 @@ func (s *Sim) Run(ctx context.Context, ready func()) error {
 	s.start = s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.ctx = ctx
+	defer s.wg.Wait()
 	tokens, err := join.NewTokenClient(ctx, join.ClientConfig{Server: s.cfg.Server, Token: s.cfg.Token, NodeName: s.Name(0), Logger: s.cfg.Logger})
 	if err != nil {
 		return err
@@ -242,7 +270,7 @@ feed:
 	return nil
 }
 
-// join gets node i a token and clients, registers it and builds its parts.
+// join gets node i a token and clients, and builds it.
 func (s *Sim) join(ctx context.Context, i int, rng *rand.Rand) (*node, error) {
 	n := &node{name: s.Name(i), index: i}
 	if len(s.cfg.Zones) > 0 {
@@ -264,8 +292,14 @@ func (s *Sim) join(ctx context.Context, i int, rng *rand.Rand) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.api = agent.API{Core: core, Coordination: coord}
+	return n, s.build(ctx, n, agent.API{Core: core, Coordination: coord}, rng)
+}
 
+// build gives node n its parts over api, registers it and adds it to the
+// simulation.
+func (s *Sim) build(ctx context.Context, n *node, api agent.API, rng *rand.Rand) error {
+	var err error
+	n.api = api
 	n.renewer, err = lease.New(lease.Config{
 		NodeName: n.name, Duration: s.cfg.LeaseDuration, Client: n.api.Leases(), Clock: s.cfg.Clock, Rand: rng,
 		NodeUID: func(context.Context) (types.UID, error) {
@@ -276,22 +310,26 @@ func (s *Sim) join(ctx context.Context, i int, rng *rand.Rand) (*node, error) {
 		},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.updater, err = nodestatus.NewUpdater(nodestatus.Config{
 		NodeName: n.name, Client: n.api, Observe: s.observer(n), Recorder: simRecorder{s, n},
 		Clock: s.cfg.Clock, UpdateFrequency: s.cfg.StatusUpdateFrequency, ReportFrequency: s.cfg.StatusReportFrequency,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rt := fake.New(fake.Config{NodeName: n.name, Clock: s.cfg.Clock})
 	n.manager, err = pods.New(pods.Config{
 		NodeName: n.name, Runtime: rt, Client: n.api, Node: n.updater.Last,
 		HostIPs: func() []string { return []string{n.ip()} }, Clock: s.cfg.Clock, Inline: true,
+		ShuttingDown: func() bool {
+			m := n.shutdown.Load()
+			return m != nil && m.ShuttingDown()
+		},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	obs, _ := s.observer(n)(ctx)
@@ -304,7 +342,7 @@ func (s *Sim) join(ctx context.Context, i int, rng *rand.Rand) (*node, error) {
 		return register.InitialNode(register.Spec{Name: n.name, Hostname: n.name, OS: "linux", Arch: "amd64", Labels: labels}, status)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if created {
 		for _, e := range nodestatus.InitialEvents(registered) {
@@ -317,7 +355,7 @@ func (s *Sim) join(ctx context.Context, i int, rng *rand.Rand) (*node, error) {
 	s.nodes = append(s.nodes, n)
 	s.mu.Unlock()
 	s.registered.Add(1)
-	return n, nil
+	return nil
 }
 
 // schedule starts node n's heartbeats (after the given offsets, so renewals
@@ -325,7 +363,7 @@ func (s *Sim) join(ctx context.Context, i int, rng *rand.Rand) (*node, error) {
 func (s *Sim) schedule(ctx context.Context, n *node, leaseOffset, statusOffset time.Duration, wg *sync.WaitGroup) {
 	now := s.cfg.Clock.Now()
 	s.sched.add(now.Add(leaseOffset), func(ctx context.Context) time.Duration {
-		if n.paused.Load() {
+		if n.paused.Load() || n.down.Load() {
 			n.lastRenew.Store(0)
 			return n.renewer.Interval()
 		}
@@ -353,7 +391,7 @@ func (s *Sim) schedule(ctx context.Context, n *node, leaseOffset, statusOffset t
 		return next
 	})
 	s.sched.add(now.Add(statusOffset), func(ctx context.Context) time.Duration {
-		if !n.paused.Load() {
+		if !n.paused.Load() && !n.down.Load() {
 			if err := n.updater.Sync(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Debug("simulated node status failed", "node", n.name, "err", err)
 			}
@@ -378,7 +416,12 @@ func (n *node) ip() string {
 
 func (s *Sim) observer(n *node) func(context.Context) (nodestatus.Observation, error) {
 	return func(context.Context) (nodestatus.Observation, error) {
+		var notReady []string
+		if m := n.shutdown.Load(); m != nil {
+			notReady = m.NotReady()
+		}
 		return nodestatus.Observation{
+			NotReady:    notReady,
 			Capacity:    s.cfg.Capacity,
 			Allocatable: s.cfg.Capacity,
 			NodeInfo: corev1.NodeSystemInfo{
@@ -470,13 +513,17 @@ type Status struct {
 	RenewMax        string  `json:"renewMax"`
 	// Late counts renewals that came more than 1 s after they were due;
 	// MaxGap is the longest time between two renewals of one node.
-	Late           int64  `json:"late"`
-	MaxGap         string `json:"maxGap"`
-	Failures       int64  `json:"failedAttempts"`
-	StatusPatches  int64  `json:"statusPatches"`
-	Pods           int    `json:"pods"`
-	EventsDropped  int64  `json:"eventsDropped"`
-	ElapsedSeconds int64  `json:"elapsedSeconds"`
+	Late          int64  `json:"late"`
+	MaxGap        string `json:"maxGap"`
+	Failures      int64  `json:"failedAttempts"`
+	StatusPatches int64  `json:"statusPatches"`
+	Pods          int    `json:"pods"`
+	// ShuttingDown counts nodes in a graceful shutdown; Down those whose
+	// shutdown ended (their agents are gone).
+	ShuttingDown   int   `json:"shuttingDown,omitempty"`
+	Down           int   `json:"down,omitempty"`
+	EventsDropped  int64 `json:"eventsDropped"`
+	ElapsedSeconds int64 `json:"elapsedSeconds"`
 }
 
 // Status reports progress.
@@ -496,10 +543,16 @@ func (s *Sim) Status() Status {
 	}
 	running := 0
 	for _, n := range s.nodes {
-		if n.paused.Load() {
+		switch {
+		case n.down.Load():
+			st.Down++
+		case n.paused.Load():
 			st.Paused = append(st.Paused, n.name)
-		} else {
+		default:
 			running++
+		}
+		if m := n.shutdown.Load(); m != nil && !n.down.Load() && m.ShuttingDown() {
+			st.ShuttingDown++
 		}
 		if n.zone != "" {
 			if st.Zones == nil {

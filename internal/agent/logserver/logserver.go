@@ -4,11 +4,16 @@
 // parameters (follow, previous, timestamps, tailLines, limitBytes,
 // sinceSeconds).
 //
-// Only the API server may call it: the listener requires a client
-// certificate issued by the cluster CA, and the handler admits only the API
-// server's kubelet-client identity (pki.KubeletClientUser, which may do
-// nothing else) and administrators (group system:masters); a node's
-// certificate gets 403. It presents the agent's serving certificate, issued
+// It also serves the agent's own metrics at GET /metrics (Prometheus text
+// format), as the kubelet does on the same port.
+//
+// Callers authenticate with a client certificate issued by the cluster CA
+// (a caller without one gets 401; a certificate from another CA fails the
+// handshake). Logs are for the API server's kubelet-client identity
+// (pki.KubeletClientUser, which may do nothing else) and administrators
+// (group system:masters); metrics also for the controller identity
+// (system:kube-controller-manager). Everyone else — a node's certificate
+// included — gets 403. It presents the agent's serving certificate, issued
 // by the cluster CA for this node (join.Identity.EnsureServing), which the
 // API server checks names the node it meant to reach.
 //
@@ -45,8 +50,10 @@ type Config struct {
 	// Certificate returns the serving certificate at each handshake (so a
 	// renewed one is served without a restart). Required.
 	Certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	Clock       clock.PassiveClock
-	Logger      *slog.Logger
+	// Metrics serves GET /metrics (nil: 404).
+	Metrics http.Handler
+	Clock   clock.PassiveClock
+	Logger  *slog.Logger
 }
 
 // Server is the agent's HTTPS endpoint.
@@ -73,15 +80,19 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ln: ln}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.logs)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.authorize("read logs", mayReadLogs, http.HandlerFunc(s.logs)))
+	mux.Handle("GET /healthz", s.authorize("read logs", mayReadLogs, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })))
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", s.authorize("read metrics", mayReadMetrics, cfg.Metrics))
+	}
 	s.srv = &http.Server{
-		Handler: s.authorize(mux),
+		Handler: authenticate(mux),
 		TLSConfig: &tls.Config{
 			GetCertificate: cfg.Certificate,
-			ClientAuth:     tls.RequireAndVerifyClientCert,
-			ClientCAs:      cfg.ClientCAs,
-			MinVersion:     tls.VersionTLS12,
+			// Verified when given, so a caller without one gets 401.
+			ClientAuth: tls.VerifyClientCertIfGiven,
+			ClientCAs:  cfg.ClientCAs,
+			MinVersion: tls.VersionTLS12,
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
@@ -107,17 +118,27 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-// authorize admits the API server's kubelet-client identity and
-// administrators, and answers 403 to every other verified caller.
-func (s *Server) authorize(next http.Handler) http.Handler {
+// authenticate answers 401 to a caller without a verified client
+// certificate from the cluster CA.
+func authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || !mayReadLogs(r.TLS.VerifiedChains[0][0].Subject) {
-			user := ""
-			if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-				user = r.TLS.PeerCertificates[0].Subject.CommonName
-			}
-			s.cfg.Logger.Info("log request refused", "user", user, "remote", r.RemoteAddr)
-			http.Error(w, fmt.Sprintf("forbidden: user %q may not read logs here; only the API server may", user), http.StatusForbidden)
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			w.Header().Set("WWW-Authenticate", `Certificate realm="nodeplane agent"`)
+			http.Error(w, "Unauthorized: a client certificate from the cluster CA is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorize admits the callers allowed by may (an authenticated request)
+// and answers 403 to every other.
+func (s *Server) authorize(what string, may func(pkix.Name) bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		subject := r.TLS.VerifiedChains[0][0].Subject
+		if !may(subject) {
+			s.cfg.Logger.Info("request refused", "user", subject.CommonName, "path", r.URL.Path, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("forbidden: user %q may not %s here", subject.CommonName, what), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -128,6 +149,16 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 // system:masters.
 func mayReadLogs(subject pkix.Name) bool {
 	return subject.CommonName == pki.KubeletClientUser || slices.Contains(subject.Organization, pki.AdminGroup)
+}
+
+// ControllerUser is the controllers' identity (the server's
+// system:kube-controller-manager client certificate), which may scrape
+// metrics.
+const ControllerUser = "system:kube-controller-manager"
+
+// mayReadMetrics: whoever may read logs, and the controllers.
+func mayReadMetrics(subject pkix.Name) bool {
+	return mayReadLogs(subject) || subject.CommonName == ControllerUser
 }
 
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {

@@ -177,19 +177,27 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 // whether there was anything to cancel.
 func (m *Manager) Cancel() bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.running != nil {
 		select {
 		case <-m.cancel:
 		default:
 			close(m.cancel)
 		}
-		return true
+		m.mu.Unlock()
+		return true // Shutdown records the cancellation when it returns
 	}
 	was := m.shutting
 	m.shutting = false
+	m.mu.Unlock()
+	if was {
+		m.record(corev1.EventTypeNormal, ReasonNodeShutdown, MessageCancelledEvent)
+	}
 	return was
 }
+
+// Budget is the sum of the priority table's budgets (0 when disabled):
+// how long a shutdown takes at most, not counting the wait for the API.
+func (m *Manager) Budget() time.Duration { return Total(m.cfg.Table) }
 
 func (m *Manager) run(ctx context.Context, cancel <-chan struct{}) error {
 	log := m.cfg.Logger

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodeplane/nodeplane/internal/agent/config"
+	"github.com/nodeplane/nodeplane/internal/agent/shutdown/logind"
 	"github.com/nodeplane/nodeplane/internal/logging"
 	"github.com/nodeplane/nodeplane/internal/nodelabels"
 )
@@ -50,6 +51,14 @@ type Options struct {
 	// ShutdownOnSigterm makes SIGTERM mean "the node is going away" even
 	// when the agent is not PID 1.
 	ShutdownOnSigterm bool
+	// ShutdownLogind is "auto" (follow logind's shutdowns when the system
+	// bus and org.freedesktop.login1 answer at start) or "off".
+	ShutdownLogind string
+	// LogindBusAddress is the D-Bus to find logind on (empty: the system
+	// bus, DBUS_SYSTEM_BUS_ADDRESS or its standard socket);
+	// LogindConfigDir is where the InhibitDelayMaxSec override goes.
+	LogindBusAddress string
+	LogindConfigDir  string
 	// SharedVolumeRoot is where the nodeplane.io/shared-dir driver keeps
 	// its volumes (one directory per volumeHandle); every node that may
 	// run their pods must reach the same tree (NFS in production).
@@ -76,6 +85,8 @@ func DefaultOptions() Options {
 		NodeStatusUpdateFrequency:       10 * time.Second,
 		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
 		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
+		ShutdownLogind:                  "auto",
+		LogindConfigDir:                 logind.DefaultConfigDir,
 		Logging:                         logging.Options{Level: "info", Format: "text"},
 	}
 }
@@ -100,6 +111,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods, "Part of --shutdown-grace-period kept for critical pods (priority >= 2000000000) (overrides shutdownGracePeriodCriticalPods)")
 	fs.StringSliceVar(&o.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", o.ShutdownGracePeriodByPodPriority, "Shutdown budget per pod priority, priority=seconds,... (overrides shutdownGracePeriodByPodPriority; excludes the two flags above)")
 	fs.BoolVar(&o.ShutdownOnSigterm, "shutdown-on-sigterm", o.ShutdownOnSigterm, "Treat SIGTERM as the node going away (graceful node shutdown) rather than an agent restart; on by itself when the agent is PID 1 (a container's init)")
+	fs.StringVar(&o.ShutdownLogind, "shutdown-logind", o.ShutdownLogind, "auto: when systemd-logind answers on the system bus at start, hold a delay inhibitor lock and shut the node down gracefully when logind announces the machine's shutdown; off: never")
+	fs.StringVar(&o.LogindBusAddress, "logind-bus-address", o.LogindBusAddress, "D-Bus address to reach logind on (default: $DBUS_SYSTEM_BUS_ADDRESS, else the system bus socket)")
+	fs.StringVar(&o.LogindConfigDir, "logind-config-dir", o.LogindConfigDir, "logind drop-in directory where the agent raises InhibitDelayMaxSec to its shutdown budget when it is shorter")
 	fs.StringVar(&o.SharedVolumeRoot, "shared-volume-root", o.SharedVolumeRoot, "Directory holding the volumes of the nodeplane.io/shared-dir CSI driver, one per volumeHandle; shared by every node (e.g. an NFS mount); created if absent. Empty: such volumes cannot be used on this node")
 	o.Logging.AddFlags(fs)
 }
@@ -172,6 +186,12 @@ func (o *Options) Validate() error {
 	}
 	if _, err := ParsePriorityGracePeriods(o.ShutdownGracePeriodByPodPriority); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ShutdownLogind != "auto" && o.ShutdownLogind != "off" {
+		errs = append(errs, fmt.Errorf("--shutdown-logind %q: want auto or off", o.ShutdownLogind))
+	}
+	if strings.TrimSpace(o.LogindConfigDir) == "" {
+		errs = append(errs, errors.New("--logind-config-dir must not be empty"))
 	}
 	if o.SharedVolumeRoot != "" && !filepath.IsAbs(o.SharedVolumeRoot) {
 		errs = append(errs, fmt.Errorf("--shared-volume-root %q must be an absolute path", o.SharedVolumeRoot))

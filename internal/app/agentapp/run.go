@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/config"
 	"github.com/nodeplane/nodeplane/internal/agent/host"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
+	"github.com/nodeplane/nodeplane/internal/agent/shutdown/logind"
 	"github.com/nodeplane/nodeplane/internal/agent/volumes"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/logging"
@@ -297,7 +299,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		},
 		StateDir: o.DataDir,
-		Metrics:  prometheus.NewRegistry(), // the agent's own; no /metrics endpoint serves it yet
+		Metrics:  prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
 	})
 	if err != nil {
 		return err
@@ -331,6 +333,9 @@ func runAgent(ctx context.Context, ag *agent.Agent, o Options, log *slog.Logger)
 		}
 		stop()
 	}()
+	if w := logindWatcher(ctx, ag, o, log); w != nil {
+		go w.Run(runCtx)
+	}
 	go func() {
 		err := serveControl(runCtx, SocketPath(o.DataDir), ag, stop, log)
 		if err != nil {
@@ -338,6 +343,31 @@ func runAgent(ctx context.Context, ag *agent.Agent, o Options, log *slog.Logger)
 		}
 	}()
 	return ag.Run(runCtx)
+}
+
+// logindWatcher returns the logind trigger when it is to be used: graceful
+// shutdown on, --shutdown-logind=auto, and logind answering on the bus now
+// (checked once, at start; the watcher then reconnects by itself). After a
+// logind-driven shutdown the agent keeps running (the inhibitor lock is
+// released and the OS stops it), so a cancellation can bring the node back.
+func logindWatcher(ctx context.Context, ag *agent.Agent, o Options, log *slog.Logger) *logind.Watcher {
+	if !ag.ShutdownEnabled() || o.ShutdownLogind == "off" {
+		return nil
+	}
+	if err := logind.Available(ctx, o.LogindBusAddress, 2*time.Second); err != nil {
+		log.Info("logind not reachable: graceful node shutdown follows SIGTERM (when PID 1 or --shutdown-on-sigterm) and `nodeplane agent shutdown`", "reason", err)
+		return nil
+	}
+	w, err := logind.New(logind.Config{
+		Address: o.LogindBusAddress, ConfigDir: o.LogindConfigDir, Delay: ag.ShutdownBudget(),
+		Shutdowner: ag, Logger: log.With("trigger", "logind"),
+	})
+	if err != nil {
+		log.Warn("logind trigger not started", "err", err)
+		return nil
+	}
+	log.Info("graceful node shutdown follows systemd-logind", "budget", ag.ShutdownBudget())
+	return w
 }
 
 // servingHosts are the SANs the agent asks for in its serving certificate:

@@ -36,11 +36,14 @@ type Options struct {
 	LeaseDuration         time.Duration
 	StatusUpdateFrequency time.Duration
 	StatusReportFrequency time.Duration
-	Seed                  uint64
-	ReportInterval        time.Duration
-	Duration              time.Duration
-	Stdin                 bool
-	Logging               logging.Options
+	// Every node's graceful shutdown budgets (as the agent's flags).
+	ShutdownGracePeriod             time.Duration
+	ShutdownGracePeriodCriticalPods time.Duration
+	Seed                            uint64
+	ReportInterval                  time.Duration
+	Duration                        time.Duration
+	Stdin                           bool
+	Logging                         logging.Options
 }
 
 // DefaultOptions are the flag defaults.
@@ -49,6 +52,7 @@ func DefaultOptions() Options {
 		Nodes: 100, NamePrefix: "sim-", Control: "127.0.0.1:0", Workers: 64, Joiners: 16, WatchPods: true,
 		LeaseDuration: 40 * time.Second, StatusUpdateFrequency: 10 * time.Second, StatusReportFrequency: 5 * time.Minute,
 		ReportInterval: 30 * time.Second, Stdin: true,
+		ShutdownGracePeriod: 30 * time.Second, ShutdownGracePeriodCriticalPods: 10 * time.Second,
 		Logging: logging.Options{Level: "info", Format: "text"},
 	}
 }
@@ -79,6 +83,10 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--control %q: want HOST:PORT: %v", o.Control, err))
 		}
 	}
+	if o.ShutdownGracePeriod <= 0 || o.ShutdownGracePeriodCriticalPods < 0 || o.ShutdownGracePeriodCriticalPods > o.ShutdownGracePeriod {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period must be > 0 and --shutdown-grace-period-critical-pods between 0 and it, got %v and %v",
+			o.ShutdownGracePeriod, o.ShutdownGracePeriodCriticalPods))
+	}
 	if o.ReportInterval < 0 || o.Duration < 0 {
 		errs = append(errs, errors.New("--report-interval and --duration must be >= 0"))
 	}
@@ -96,7 +104,14 @@ renews its Lease and posts NodeStatus with the agent's own code; pods bound to i
 
 Control it while it runs, on stdin or the --control endpoint:
   pause node N | pause zone Z | resume node N | resume zone Z | status | reset
-  GET /status   POST /pause?node=N|zone=Z   POST /resume?...   POST /reset`,
+  shutdown node N | shutdown zone Z | boot node N | boot zone Z
+  GET /status   POST /pause?node=N|zone=Z   POST /resume?...   POST /reset
+  POST /shutdown?node=N|zone=Z   POST /boot?node=N|zone=Z
+
+shutdown runs a graceful node shutdown as the agent does (Ready=False "node is
+shutting down", new pods rejected, pods stopped by priority within the
+--shutdown-grace-period budgets with final statuses posted), then the node is
+down: no more lease renewals or status. boot starts a down node's agent again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -119,6 +134,7 @@ Control it while it runs, on stdin or the --control endpoint:
 				LeaseDuration: o.LeaseDuration, StatusUpdateFrequency: o.StatusUpdateFrequency,
 				StatusReportFrequency: o.StatusReportFrequency, Workers: o.Workers, Joiners: o.Joiners,
 				WatchPods: o.WatchPods, Seed: o.Seed, Logger: logger,
+				ShutdownGracePeriod: o.ShutdownGracePeriod, ShutdownGracePeriodCriticalPods: o.ShutdownGracePeriodCriticalPods,
 			})
 			if err != nil {
 				return err
@@ -168,6 +184,8 @@ Control it while it runs, on stdin or the --control endpoint:
 	fs.DurationVar(&o.LeaseDuration, "node-lease-duration", o.LeaseDuration, "Lease duration of every node (renewed every quarter of it)")
 	fs.DurationVar(&o.StatusUpdateFrequency, "node-status-update-frequency", o.StatusUpdateFrequency, "How often each node recomputes its status")
 	fs.DurationVar(&o.StatusReportFrequency, "node-status-report-frequency", o.StatusReportFrequency, "Longest time between status patches when nothing changed")
+	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", o.ShutdownGracePeriod, "Total time a node's graceful shutdown (control command shutdown) may take")
+	fs.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods, "Part of --shutdown-grace-period kept for critical pods (priority >= 2000000000)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "Seed for start offsets and jitter")
 	fs.DurationVar(&o.ReportInterval, "report-interval", o.ReportInterval, "How often a progress line is printed; 0 disables")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "Stop this long after all nodes registered (0: run until interrupted); statistics are reset at registration end")
