@@ -38,8 +38,10 @@ func TestVolumesServer(t *testing.T) {
 	cs := s.client()
 	kubectl := kubectlPath(t)
 	agents := map[string]*agentProc{}
+	// Both agents reach the same volume root, as NFS would give them.
+	root := t.TempDir()
 	for _, name := range []string{"vol-a", "vol-b"} {
-		agents[name] = startAgent(t, s, agentOptions{name: name, config: agentTestConfig})
+		agents[name] = startAgent(t, s, agentOptions{name: name, config: agentTestConfig, args: []string{"--shared-volume-root", root}})
 	}
 	eventually(t, 30*time.Second, "two Ready nodes", func() error {
 		for name := range agents {
