@@ -442,7 +442,34 @@ func statefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) field.Er
 		}
 		seen[t.Name] = true
 	}
-	return append(allErrs, requiredSelector(spec.Selector, &spec.Template, fldPath)...)
+	// The controller gives each pod a claim volume per claim template, so
+	// the template's mounts may name them (upstream does not check the
+	// template's volumes against its mounts for the same reason).
+	tmpl := withClaimVolumes(&spec.Template, spec.VolumeClaimTemplates)
+	return append(allErrs, requiredSelector(spec.Selector, tmpl, fldPath)...)
+}
+
+// withClaimVolumes returns t with a persistentVolumeClaim volume for each
+// claim template whose name no template volume has.
+func withClaimVolumes(t *corev1.PodTemplateSpec, claims []corev1.PersistentVolumeClaim) *corev1.PodTemplateSpec {
+	if len(claims) == 0 {
+		return t
+	}
+	have := map[string]bool{}
+	for _, v := range t.Spec.Volumes {
+		have[v.Name] = true
+	}
+	out := t.DeepCopy()
+	for _, c := range claims {
+		if c.Name == "" || have[c.Name] {
+			continue
+		}
+		have[c.Name] = true
+		out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name},
+		}})
+	}
+	return out
 }
 
 // ControllerRevision validates an apps/v1 ControllerRevision on create: a

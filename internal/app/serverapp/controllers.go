@@ -81,6 +81,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 	if sel.Enabled(podgc.ControllerName) {
 		core := podgc.DefaultConfig()
 		core.TerminatedPodThreshold = d.opts.TerminatedPodGCThreshold
+		core.Period = d.opts.PodGCPeriod
 		out = append(out, podgc.NewController(podgc.ControllerConfig{
 			Core: core, Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))

@@ -78,6 +78,9 @@ type Controllers struct {
 	UnhealthyZoneThreshold    float64
 	LargeClusterSizeThreshold int
 	TerminatedPodGCThreshold  int
+	// PodGCPeriod (nodeplane-only) is how often pod GC runs a pass
+	// (upstream: fixed gcCheckPeriod of 20s); shortened in tests.
+	PodGCPeriod time.Duration
 
 	// PVClaimBinderSyncPeriod is --pvclaimbinder-sync-period.
 	PVClaimBinderSyncPeriod time.Duration
@@ -101,8 +104,8 @@ func DefaultControllers() Controllers {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 50 * time.Second, NodeStartupGracePeriod: 60 * time.Second,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
-		TerminatedPodGCThreshold: 12500,
-		PVClaimBinderSyncPeriod:  15 * time.Second, AttachDetachReconcileSyncPeriod: time.Minute, MaxWaitForUnmount: 6 * time.Minute,
+		TerminatedPodGCThreshold: 12500, PodGCPeriod: 20 * time.Second,
+		PVClaimBinderSyncPeriod: 15 * time.Second, AttachDetachReconcileSyncPeriod: time.Minute, MaxWaitForUnmount: 6 * time.Minute,
 	}
 }
 
@@ -121,6 +124,7 @@ func (c *Controllers) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.UnhealthyZoneThreshold, "unhealthy-zone-threshold", c.UnhealthyZoneThreshold, "Fraction of not-Ready nodes (at least 3) that makes a zone partially disrupted")
 	fs.IntVar(&c.LargeClusterSizeThreshold, "large-cluster-size-threshold", c.LargeClusterSizeThreshold, "Zones with more nodes than this are large (secondary rate in partial disruption; small ones stop)")
 	fs.IntVar(&c.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.TerminatedPodGCThreshold, "Terminated pods kept before the oldest are deleted; 0 disables")
+	fs.DurationVar(&c.PodGCPeriod, "pod-gc-period", c.PodGCPeriod, "nodeplane-only, for tests: how often pod GC runs a pass (upstream: fixed at 20s)")
 	fs.DurationVar(&c.PVClaimBinderSyncPeriod, "pvclaimbinder-sync-period", c.PVClaimBinderSyncPeriod, "How often the persistent volume controller syncs every claim and volume again")
 	fs.BoolVar(&c.DisableAttachDetachReconcileSync, "disable-attach-detach-reconcile-sync", c.DisableAttachDetachReconcileSync, "Accepted for compatibility: the attach/detach controller reads its actual state from the VolumeAttachments, so there is nothing to resync")
 	fs.DurationVar(&c.AttachDetachReconcileSyncPeriod, "attach-detach-reconcile-sync-period", c.AttachDetachReconcileSyncPeriod, "Accepted for compatibility (must be >= 1s): see --disable-attach-detach-reconcile-sync")
@@ -157,6 +161,9 @@ func (c *Controllers) Validate() []error {
 	}
 	if c.AttachDetachReconcileSyncPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--attach-detach-reconcile-sync-period must be >= 1s, got %v", c.AttachDetachReconcileSyncPeriod))
+	}
+	if c.PodGCPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--pod-gc-period must be > 0, got %v", c.PodGCPeriod))
 	}
 	if c.MaxWaitForUnmount <= 0 {
 		errs = append(errs, fmt.Errorf("--max-wait-for-unmount-duration must be > 0, got %v", c.MaxWaitForUnmount))
