@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -62,6 +63,24 @@ func TestStatefulSets(t *testing.T) {
 		if *got.Spec.Replicas != 3 || got.Status.Replicas != 2 {
 			t.Errorf("got replicas %d status %+v", *got.Spec.Replicas, got.Status)
 		}
+	})
+
+	t.Run("a container may mount a claim template by its name", func(t *testing.T) {
+		ok := testStatefulSet("claims", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}}
+			s.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		})
+		mustDo(t, h, admin, http.MethodPost, statefulSetsPath, ok, http.StatusCreated)
+		// A mount naming neither a pod volume nor a claim template is refused.
+		ok.Name = "claims-2"
+		ok.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = "nothing"
+		mustDo(t, h, admin, http.MethodPost, statefulSetsPath, ok, http.StatusUnprocessableEntity)
 	})
 
 	bad := []struct {
