@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
+	"github.com/nodeplane/nodeplane/internal/podcondition"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
@@ -85,7 +86,7 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, info requ
 			}
 			pod.Annotations[k] = v
 		}
-		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, metav1.NewTime(h.s.cfg.Clock.Now()))
+		podcondition.Set(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, h.s.cfg.Clock.Now())
 		if params.dryRun {
 			writeRaw(w, http.StatusCreated, serializerFor(mediaJSON), successStatus(http.StatusCreated))
 			return
@@ -215,10 +216,10 @@ func (h *resourceHandler) markAndDelete(ctx context.Context, info requestInfo, o
 		o := opts
 		if len(opts.DryRun) == 0 {
 			pod := cur.(*corev1.Pod)
-			setPodCondition(&pod.Status, corev1.PodCondition{
+			podcondition.Set(&pod.Status, corev1.PodCondition{
 				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting",
-			}, metav1.NewTime(h.s.cfg.Clock.Now()))
+			}, h.s.cfg.Clock.Now())
 			rv, _ := store.ObjectRV(pod)
 			updated, err := h.st.Update(ctx, pod, rv)
 			if isConflict(err) && !pinned && attempt < evictionAttempts {
@@ -311,24 +312,4 @@ func writeStatusSuccess(w http.ResponseWriter, r *http.Request, code int) {
 		f = responseFormat{info: serializerFor(mediaJSON)}
 	}
 	writeRaw(w, code, f.info, successStatus(code))
-}
-
-// setPodCondition sets or replaces a condition, moving lastTransitionTime
-// only when the status changes.
-func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition, now metav1.Time) {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type != c.Type {
-			continue
-		}
-		if status.Conditions[i].Status != c.Status {
-			c.LastTransitionTime = now
-		} else {
-			c.LastTransitionTime = status.Conditions[i].LastTransitionTime
-		}
-		c.LastProbeTime = status.Conditions[i].LastProbeTime
-		status.Conditions[i] = c
-		return
-	}
-	c.LastTransitionTime = now
-	status.Conditions = append(status.Conditions, c)
 }

@@ -7,8 +7,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // renewal is the outcome of one lease renewal.
@@ -129,21 +130,27 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 // renewal of lease i in flight.
 func (r *runner) renew(ctx context.Context, leases []*coordinationv1.Lease, i int) error {
 	c := r.client(i).CoordinationV1().Leases(NodeLeaseNamespace)
-	l := leases[i]
-	for attempt := 0; ; attempt++ {
+	reread := false
+	return retry.RetryOnConflict(retryOnce, func() error {
+		if reread {
+			r.conflicts.Add(1)
+			l, err := c.Get(ctx, leases[i].Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			leases[i] = l
+		}
+		reread = true
+		l := leases[i]
 		l.Spec.RenewTime = &metav1.MicroTime{Time: r.cfg.Clock.Now()}
 		out, err := c.Update(ctx, l, metav1.UpdateOptions{})
 		if err == nil {
 			leases[i] = out
-			return nil
 		}
-		if !apierrors.IsConflict(err) || attempt > 0 {
-			return err
-		}
-		r.conflicts.Add(1)
-		if l, err = c.Get(ctx, l.Name, metav1.GetOptions{}); err != nil {
-			return err
-		}
-		leases[i] = l
-	}
+		return err
+	})
 }
+
+// retryOnce is the kubelet's back-off for a heartbeat write: after a
+// conflict, re-read and try once more at once.
+var retryOnce = wait.Backoff{Steps: 2, Factor: 1}

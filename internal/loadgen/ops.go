@@ -10,9 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // op is one request of a create, get, update or list run. worker is the
@@ -219,8 +219,18 @@ func (r *runner) loop(ctx context.Context, res *Result, clients []kubernetes.Int
 // updateNodeStatus writes node i's status with fresh condition heartbeats,
 // from the object last written; on a conflict it reads and retries once.
 func (r *runner) updateNodeStatus(ctx context.Context, c kubernetes.Interface, nodes []*corev1.Node, i int) error {
-	n := nodes[i]
-	for attempt := 0; ; attempt++ {
+	reread := false
+	return retry.RetryOnConflict(retryOnce, func() error {
+		if reread {
+			r.conflicts.Add(1)
+			n, err := c.CoreV1().Nodes().Get(ctx, nodes[i].Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			nodes[i] = n
+		}
+		reread = true
+		n := nodes[i]
 		now := metav1.NewTime(r.cfg.Clock.Now())
 		for j := range n.Status.Conditions {
 			n.Status.Conditions[j].LastHeartbeatTime = now
@@ -228,17 +238,9 @@ func (r *runner) updateNodeStatus(ctx context.Context, c kubernetes.Interface, n
 		out, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		if err == nil {
 			nodes[i] = out
-			return nil
 		}
-		if !apierrors.IsConflict(err) || attempt > 0 {
-			return err
-		}
-		r.conflicts.Add(1)
-		if n, err = c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err != nil {
-			return err
-		}
-		nodes[i] = n
-	}
+		return err
+	})
 }
 
 // workerRands derives one random source per worker from r.

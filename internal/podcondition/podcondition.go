@@ -1,7 +1,7 @@
 // Package podcondition upserts a pod condition by type, the one way the
-// controllers and the scheduler set pod conditions: the node agent, the
-// taint eviction and pod garbage collectors and the disruption controller
-// all need it, so it sits below all of them and imports only k8s.io/api.
+// API server, the controllers, the scheduler and the node agent set pod
+// conditions, so it sits below all of them and imports only k8s.io/api
+// and k8s.io/apimachinery.
 package podcondition
 
 import (
@@ -11,11 +11,33 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Option changes how Set writes a condition.
+type Option func(*options)
+
+type options struct {
+	probeTime bool
+	first     bool
+}
+
+// WithProbeTime writes c.LastProbeTime as given instead of keeping the
+// old condition's: the scheduler stamps each attempt, the node agent
+// clears it when it takes a condition over.
+func WithProbeTime() Option { return func(o *options) { o.probeTime = true } }
+
+// First puts a new condition before the existing ones instead of after
+// them (an existing one is updated in place either way).
+func First() Option { return func(o *options) { o.first = true } }
+
 // Set adds c to status or updates the condition of the same type,
-// keeping its lastTransitionTime when the status does not change, and
-// reports whether anything changed (so an unchanged pod needs no patch).
-// now stamps a transition; c.ObservedGeneration is the caller's to set.
-func Set(status *corev1.PodStatus, c corev1.PodCondition, now time.Time) bool {
+// keeping its lastTransitionTime when the status does not change and,
+// unless WithProbeTime, its lastProbeTime, and reports whether anything
+// changed (so an unchanged pod needs no patch). now stamps a transition;
+// c.ObservedGeneration is the caller's to set.
+func Set(status *corev1.PodStatus, c corev1.PodCondition, now time.Time, opts ...Option) bool {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	for i := range status.Conditions {
 		old := &status.Conditions[i]
 		if old.Type != c.Type {
@@ -26,14 +48,21 @@ func Set(status *corev1.PodStatus, c corev1.PodCondition, now time.Time) bool {
 		} else {
 			c.LastTransitionTime = metav1.NewTime(now)
 		}
-		c.LastProbeTime = old.LastProbeTime
-		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
+		if !o.probeTime {
+			c.LastProbeTime = old.LastProbeTime
+		}
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message &&
+			old.ObservedGeneration == c.ObservedGeneration && old.LastProbeTime.Equal(&c.LastProbeTime) {
 			return false
 		}
 		*old = c
 		return true
 	}
 	c.LastTransitionTime = metav1.NewTime(now)
-	status.Conditions = append(status.Conditions, c)
+	if o.first {
+		status.Conditions = append([]corev1.PodCondition{c}, status.Conditions...)
+	} else {
+		status.Conditions = append(status.Conditions, c)
+	}
 	return true
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeplane/nodeplane/internal/podcondition"
 	schedcache "github.com/nodeplane/nodeplane/internal/scheduler/cache"
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
 	"github.com/nodeplane/nodeplane/internal/scheduler/plugins"
@@ -320,19 +321,8 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, err erro
 	p := pod.DeepCopy()
 	now := metav1.NewTime(s.cfg.Clock.Now())
 	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg,
-		LastProbeTime: now, LastTransitionTime: now}
-	replaced := false
-	for i, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			if c.Status == corev1.ConditionFalse {
-				cond.LastTransitionTime = c.LastTransitionTime
-			}
-			p.Status.Conditions[i], replaced = cond, true
-		}
-	}
-	if !replaced {
-		p.Status.Conditions = append(p.Status.Conditions, cond)
-	}
+		LastProbeTime: now}
+	podcondition.Set(&p.Status, cond, now.Time, podcondition.WithProbeTime())
 	if _, err := s.cfg.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		s.cfg.Logger.Debug("write PodScheduled=False", "pod", p.Namespace+"/"+p.Name, "err", err)
 	}

@@ -26,6 +26,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 )
 
@@ -48,6 +50,9 @@ const (
 	// tried (re-reading on conflict) before falling back to get-or-create.
 	maxUpdateTries = 5
 )
+
+// updateTries is the back-off of the direct updates: maxUpdateTries, at once.
+var updateTries = wait.Backoff{Steps: maxUpdateTries, Factor: 1}
 
 // Client is what the renewer needs from the API (a typed
 // coordinationv1.LeaseInterface for kube-node-lease satisfies it).
@@ -212,20 +217,24 @@ func (r *Renewer) remember(l *coordinationv1.Lease) {
 
 func (r *Renewer) renew(ctx context.Context) error {
 	if base := r.cached(); base != nil {
-		for range maxUpdateTries {
+		// Any error but a conflict falls back to get-or-create below.
+		err := retry.RetryOnConflict(updateTries, func() error {
 			lease, err := r.cfg.Client.Update(ctx, r.renewed(ctx, base), metav1.UpdateOptions{})
 			if err == nil {
 				r.remember(lease)
 				return nil
 			}
-			if !apierrors.IsConflict(err) {
-				break // fall back to get-or-create below
+			if apierrors.IsConflict(err) {
+				fresh, gerr := r.cfg.Client.Get(ctx, r.cfg.NodeName, metav1.GetOptions{})
+				if gerr != nil {
+					return fmt.Errorf("re-read lease: %w", gerr)
+				}
+				base = fresh
 			}
-			fresh, gerr := r.cfg.Client.Get(ctx, r.cfg.NodeName, metav1.GetOptions{})
-			if gerr != nil {
-				break
-			}
-			base = fresh
+			return err
+		})
+		if err == nil {
+			return nil
 		}
 	}
 	current, err := r.cfg.Client.Get(ctx, r.cfg.NodeName, metav1.GetOptions{})

@@ -3,6 +3,8 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplane/nodeplane/internal/podcondition"
 )
 
 // Graceful node shutdown (SPEC GNS-5, GNS-6): the reason and messages the
@@ -44,16 +46,10 @@ func ShutdownTerminated(was corev1.PodPhase, s corev1.PodStatus, now metav1.Time
 	s.Reason, s.Message = ReasonTerminated, MessageShutdownTerminated
 	cond := corev1.PodCondition{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
-		Reason: ReasonTerminationByKubelet, Message: MessageShutdownTerminated, LastTransitionTime: now,
+		Reason: ReasonTerminationByKubelet, Message: MessageShutdownTerminated,
 	}
-	if c := findCondition(s.Conditions, corev1.DisruptionTarget); c != nil {
-		if c.Status == corev1.ConditionTrue {
-			cond.LastTransitionTime = c.LastTransitionTime
-		}
-		*c = cond
-	} else {
-		// First, where Compute keeps the conditions it does not own.
-		s.Conditions = append([]corev1.PodCondition{cond}, s.Conditions...)
-	}
+	// A new one goes first, where Compute keeps the conditions it does
+	// not own; a taken-over one loses its lastProbeTime.
+	podcondition.Set(&s, cond, now.Time, podcondition.First(), podcondition.WithProbeTime())
 	return s
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/ownership"
 )
 
 // Config configures the controller shell.
@@ -163,15 +164,8 @@ func selects(b *policyv1.PodDisruptionBudget, pod *corev1.Pod) bool {
 
 // sync brings one budget's status up to date.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	b, err := c.budgets.PodDisruptionBudgets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	b, found, err := ownership.Lookup(key, c.budgets.PodDisruptionBudgets, nil)
+	if !found {
 		return 0, err
 	}
 	now := c.cfg.Clock.Now()
@@ -193,8 +187,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.recorder.Eventf(b, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", res.Err)
 	}
 	for _, p := range res.NotDeleted {
-		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: p}
-		c.recorder.Eventf(ref, corev1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", ns, name)
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: b.Namespace, Name: p}
+		c.recorder.Eventf(ref, corev1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", b.Namespace, b.Name)
 	}
 	if res.Status == nil {
 		return res.RecheckAfter, nil
@@ -288,15 +282,8 @@ func replicas(r *int32) int32 {
 
 // syncStale resets a pod's stale DisruptionTarget condition to False.
 func (c *Controller) syncStale(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pod, err := c.pods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pod, found, err := ownership.Lookup(key, c.pods.Pods, nil)
+	if !found {
 		return 0, err
 	}
 	stale, after := StaleDisruption(pod, c.cfg.Clock.Now())
@@ -314,7 +301,7 @@ func (c *Controller) syncStale(ctx context.Context, key string) (time.Duration, 
 			np.Status.Conditions[i].LastTransitionTime = metav1.NewTime(c.cfg.Clock.Now())
 		}
 	}
-	if _, err := c.cfg.Client.CoreV1().Pods(ns).UpdateStatus(ctx, np, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.cfg.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, np, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("reset DisruptionTarget of pod %s: %w", key, err)
 	}
 	return 0, nil

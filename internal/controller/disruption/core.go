@@ -153,31 +153,28 @@ func conditionCurrent(b *policyv1.PodDisruptionBudget) bool {
 // rounded up, as upstream). A budget with neither bound wants nothing.
 func expectedPods(in Input) (expected, desired int32, unmanaged []string, err error) {
 	spec := in.Budget.Spec
+	bound := spec.MaxUnavailable
 	switch {
-	case spec.MaxUnavailable != nil:
-		expected, unmanaged, err = scale(in)
-		if err != nil {
-			return 0, 0, unmanaged, err
-		}
-		maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
-		if err != nil {
-			return 0, 0, unmanaged, err
-		}
-		return expected, max(expected-int32(maxUnavailable), 0), unmanaged, nil
-	case spec.MinAvailable != nil && spec.MinAvailable.Type == intstr.Int:
+	case bound != nil:
+	case spec.MinAvailable == nil:
+		return 0, 0, nil, nil
+	case spec.MinAvailable.Type == intstr.Int:
 		return int32(len(in.Pods)), spec.MinAvailable.IntVal, nil, nil
-	case spec.MinAvailable != nil:
-		expected, unmanaged, err = scale(in)
-		if err != nil {
-			return 0, 0, unmanaged, err
-		}
-		minAvailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(expected), true)
-		if err != nil {
-			return 0, 0, unmanaged, err
-		}
-		return expected, int32(minAvailable), unmanaged, nil
+	default:
+		bound = spec.MinAvailable
 	}
-	return 0, 0, nil, nil
+	expected, unmanaged, err = scale(in)
+	if err != nil {
+		return 0, 0, unmanaged, err
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(bound, int(expected), true)
+	if err != nil {
+		return 0, 0, unmanaged, err
+	}
+	if spec.MaxUnavailable != nil {
+		return expected, max(expected-int32(n), 0), unmanaged, nil
+	}
+	return expected, int32(n), unmanaged, nil
 }
 
 // scale sums the replicas of the distinct workloads controlling the pods.

@@ -125,12 +125,9 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, plan
 		}
 	}
 	claims := c.Client.CoreV1().PersistentVolumeClaims(ns)
-	for _, cl := range plan.CreateClaims {
-		if _, err := claims.Create(ctx, cl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "create Claim %s for StatefulSet %s failed error: %v", cl.Name, set.Name, err)
-			return fmt.Errorf("create claim %s/%s: %w", ns, cl.Name, err)
-		}
-		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Claim %s in StatefulSet %s success", cl.Name, set.Name)
+	if err := createEach(ctx, c, set, "claim", plan.CreateClaims, claims.Create,
+		"create Claim %s for StatefulSet %s failed error: %v", "create Claim %s in StatefulSet %s success"); err != nil {
+		return err
 	}
 	for _, cl := range plan.OwnClaims {
 		if _, err := claims.Update(ctx, cl, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -138,12 +135,9 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, plan
 		}
 	}
 	pods := c.Client.CoreV1().Pods(ns)
-	for _, p := range plan.CreatePods {
-		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", p.Name, set.Name, err)
-			return fmt.Errorf("create pod %s/%s: %w", ns, p.Name, err)
-		}
-		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful", p.Name, set.Name)
+	if err := createEach(ctx, c, set, "pod", plan.CreatePods, pods.Create,
+		"create Pod %s in StatefulSet %s failed error: %v", "create Pod %s in StatefulSet %s successful"); err != nil {
+		return err
 	}
 	for _, p := range plan.DeletePods {
 		uid := p.UID
@@ -160,6 +154,21 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, plan
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete revision %s/%s: %w", ns, r.Name, err)
 		}
+	}
+	return nil
+}
+
+// createEach creates objs in order, an existing one counting as created,
+// and stops at the first failure; each create is an event on set, failed
+// (a warning) or ok, formatted with the object's and the set's names.
+func createEach[T metav1.Object](ctx context.Context, c *Controller, set *appsv1.StatefulSet, what string, objs []T,
+	create func(context.Context, T, metav1.CreateOptions) (T, error), failed, ok string) error {
+	for _, o := range objs {
+		if _, err := create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, failed, o.GetName(), set.Name, err)
+			return fmt.Errorf("create %s %s/%s: %w", what, set.Namespace, o.GetName(), err)
+		}
+		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, ok, o.GetName(), set.Name)
 	}
 	return nil
 }
