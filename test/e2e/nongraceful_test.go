@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,26 +49,8 @@ func main() {
 }
 `
 
-var stsProbe = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nodeplane-stsprobe")
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(stsProbeSource), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module stsprobe\n\ngo 1.22\n"), 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "stsprobe")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the StatefulSet probe: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// stsProbe builds the StatefulSet probe once per test run.
+func stsProbe() (string, error) { return testProgram("stsprobe", stsProbeSource) }
 
 // TestNonGracefulShutdownRecovery is issue 14's headline: three agents in
 // containers share a volume root; a one-replica StatefulSet's pod writes
@@ -84,23 +65,7 @@ func TestNonGracefulShutdownRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for src, dst := range map[string]string{binary: "nodeplane", probe: "stsprobe"} {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dockerfile := "FROM scratch\nCOPY nodeplane /nodeplane\nCOPY stsprobe /stsprobe\nENTRYPOINT [\"/nodeplane\"]\n"
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	image := fmt.Sprintf("nodeplane-e2e-ngs:%d", time.Now().UnixNano()%1e9)
-	docker(t, "build", "-q", "-t", image, dir)
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	image := agentImage(t, "ngs", map[string]string{"/stsprobe": probe})
 
 	const hostName = "host.docker.internal"
 	args := append([]string{"--tls-san", hostName, "--leader-elect=false", "--pod-gc-period=1s"}, shortLifecycle...)

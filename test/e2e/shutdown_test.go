@@ -54,26 +54,8 @@ func main() {
 }
 `
 
-var termRecorder = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nodeplane-termrecorder")
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(termRecorderSource), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module termrecorder\n\ngo 1.22\n"), 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "termrecorder")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the SIGTERM recorder: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// termRecorder builds the SIGTERM recorder once per test run.
+func termRecorder() (string, error) { return testProgram("termrecorder", termRecorderSource) }
 
 // firstTerm reads the first SIGTERM time a recorder wrote to path.
 func firstTerm(path string) (time.Time, bool) {
@@ -192,28 +174,9 @@ func TestGracefulShutdownInContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An image of its own (FROM scratch: our binary and the recorder), so
-	// a parallel build of the shared e2e tag cannot swap the binary.
-	dir := t.TempDir()
-	for src, dst := range map[string]string{binary: "nodeplane", recorder: "termrecorder"} {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The recorder also sits at its host path, so one Deployment's pods run
 	// on the containerised node and on a host agent alike.
-	dockerfile := "FROM scratch\nCOPY nodeplane /nodeplane\nCOPY termrecorder /termrecorder\nCOPY termrecorder " + recorder +
-		"\nENTRYPOINT [\"/nodeplane\"]\n"
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	image := fmt.Sprintf("nodeplane-e2e-shutdown:%d", time.Now().UnixNano()%1e9)
-	docker(t, "build", "-q", "-t", image, dir)
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	image := agentImage(t, "shutdown", map[string]string{"/termrecorder": recorder, recorder: recorder})
 
 	const hostName = "host.docker.internal"
 	s := startServer(t, serverOptions{args: []string{"--tls-san", hostName}})

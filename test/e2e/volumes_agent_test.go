@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,26 +48,8 @@ func main() {
 }
 `
 
-var volProbe = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nodeplane-volprobe")
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(volProbeSource), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module volprobe\n\ngo 1.22\n"), 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "volprobe")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the volume probe: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// volProbe builds the volume probe once per test run.
+func volProbe() (string, error) { return testProgram("volprobe", volProbeSource) }
 
 // probePod runs the probe on node, reading in and writing out, with vols
 // mounted as mounts say.
@@ -442,23 +423,7 @@ func TestAgentVolumesInContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for src, dst := range map[string]string{binary: "nodeplane", probe: "volprobe"} {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dockerfile := "FROM scratch\nCOPY nodeplane /nodeplane\nCOPY volprobe /volprobe\nENTRYPOINT [\"/nodeplane\"]\n"
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	image := fmt.Sprintf("nodeplane-e2e-volumes:%d", time.Now().UnixNano()%1e9)
-	docker(t, "build", "-q", "-t", image, dir)
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	image := agentImage(t, "volumes", map[string]string{"/volprobe": probe})
 
 	const hostName = "host.docker.internal"
 	s := startServer(t, serverOptions{apiOnly: true, args: []string{"--tls-san", hostName}})
