@@ -316,11 +316,28 @@ func waitPodPhase(t *testing.T, cs kubernetes.Interface, name string, phase core
 			return err
 		}
 		if p.Status.Phase != phase {
-			return fmt.Errorf("phase %q reason %q", p.Status.Phase, p.Status.Reason)
+			return fmt.Errorf("phase %q reason %q (%v)", p.Status.Phase, p.Status.Reason, p.Status.ContainerStatuses)
 		}
 		return nil
 	})
 	return p
+}
+
+// waitNodesReady waits until every named node is Ready=True.
+func waitNodesReady(t *testing.T, cs kubernetes.Interface, timeout time.Duration, names ...string) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%d Ready nodes", len(names)), func() error {
+		for _, name := range names {
+			n, err := cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if condition(n, corev1.NodeReady).Status != corev1.ConditionTrue {
+				return fmt.Errorf("%s not Ready", name)
+			}
+		}
+		return nil
+	})
 }
 
 // TestAgentIdentity checks joining and the node identity from outside: a

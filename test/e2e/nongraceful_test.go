@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,18 +104,7 @@ func TestNonGracefulShutdownRecovery(t *testing.T) {
 	ctx := context.Background()
 	cs := s.client()
 	kubectl := kubectlPath(t)
-	eventually(t, 60*time.Second, "three Ready nodes", func() error {
-		for node := range containers {
-			n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if condition(n, corev1.NodeReady).Status != corev1.ConditionTrue {
-				return fmt.Errorf("%s not Ready", node)
-			}
-		}
-		return nil
-	})
+	waitNodesReady(t, cs, 60*time.Second, slices.Collect(maps.Keys(containers))...)
 
 	s.mustKubectl(t, kubectl, "apply", "-f", writeManifest(t, `apiVersion: storage.k8s.io/v1
 kind: StorageClass

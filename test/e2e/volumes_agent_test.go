@@ -69,23 +69,6 @@ func probePod(name, node, probe, in, out string, vols []corev1.Volume, mounts []
 	}
 }
 
-func waitProbePhase(t *testing.T, cs kubernetes.Interface, name string, want corev1.PodPhase) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	eventually(t, 30*time.Second, "pod "+name+" "+string(want), func() error {
-		p, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != want {
-			return fmt.Errorf("phase %q (%v)", p.Status.Phase, p.Status.ContainerStatuses)
-		}
-		pod = p
-		return nil
-	})
-	return pod
-}
-
 func fileIs(path, want string) func() error {
 	return func() error {
 		b, err := os.ReadFile(path)
@@ -179,7 +162,7 @@ func TestAgentPodVolumes(t *testing.T) {
 			created[p.Name] = c
 		}
 		for name := range created {
-			waitProbePhase(t, cs, name, corev1.PodRunning)
+			waitPodPhase(t, cs, name, corev1.PodRunning)
 		}
 		eventually(t, 10*time.Second, "each pod wrote into its own volume", func() error {
 			for path, want := range map[string]string{
@@ -247,7 +230,7 @@ func TestAgentPodVolumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitProbePhase(t, cs, "config", corev1.PodRunning)
+		waitPodPhase(t, cs, "config", corev1.PodRunning)
 		eventually(t, 10*time.Second, "the probe read the configmap", fileIs(filepath.Join(emptyDirPath(p.UID), "out"), "pod=config in=hello from the configmap\n"))
 		// The node's identity reads what its pods reference, nothing else.
 		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
@@ -368,7 +351,7 @@ func TestAgentPodVolumes(t *testing.T) {
 			_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 			return err
 		})
-		waitProbePhase(t, cs, "claim", corev1.PodRunning)
+		waitPodPhase(t, cs, "claim", corev1.PodRunning)
 		eventually(t, 10*time.Second, "the probe read the data written before", fileIs(filepath.Join(shared, handle, "out"), "pod=claim in=written before\n"))
 		// The agent's own status updates leave volumesAttached alone.
 		never(t, 3*time.Second, "the agent dropping volumesAttached", func() error {
@@ -483,8 +466,8 @@ func TestAgentVolumesInContainer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitProbePhase(t, cs, "in-a", corev1.PodRunning)
-	waitProbePhase(t, cs, "in-b", corev1.PodRunning)
+	waitPodPhase(t, cs, "in-a", corev1.PodRunning)
+	waitPodPhase(t, cs, "in-b", corev1.PodRunning)
 	eventually(t, 10*time.Second, "each pod read and wrote its own /data", func() error {
 		if err := fileIs(filepath.Join(vols, "a", "out"), "pod=in-a in=alpha\n")(); err != nil {
 			return err

@@ -43,18 +43,7 @@ func TestVolumesServer(t *testing.T) {
 	for _, name := range []string{"vol-a", "vol-b"} {
 		agents[name] = startAgent(t, s, agentOptions{name: name, config: agentTestConfig, args: []string{"--shared-volume-root", root}})
 	}
-	eventually(t, 30*time.Second, "two Ready nodes", func() error {
-		for name := range agents {
-			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if condition(n, corev1.NodeReady).Status != corev1.ConditionTrue {
-				return fmt.Errorf("%s not ready", name)
-			}
-		}
-		return nil
-	})
+	waitNodesReady(t, cs, 30*time.Second, "vol-a", "vol-b")
 
 	s.mustKubectl(t, kubectl, "apply", "-f", writeManifest(t, `apiVersion: storage.k8s.io/v1
 kind: StorageClass
