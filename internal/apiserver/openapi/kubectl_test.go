@@ -47,7 +47,8 @@ func isExecutable(path string) bool {
 // (legacy discovery, /version, POST of nodes, pods and leases) for kubectl
 // explain and create. It records every request.
 type fakeAPIServer struct {
-	docs *Documents
+	docs    *Documents
+	openapi http.Handler // serves /openapi/ instead of docs when set
 
 	mu       sync.Mutex
 	requests []string          // "METHOD /path?query accept=..."
@@ -105,6 +106,8 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			APIResources: []metav1.APIResource{{Name: "leases", SingularName: "lease", Namespaced: true, Kind: "Lease",
 				Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}}},
 		})
+	case strings.HasPrefix(path, "/openapi/") && f.openapi != nil:
+		f.openapi.ServeHTTP(w, r)
 	case strings.HasPrefix(path, "/openapi/") || path == "/swagger-2.0.0.pb-v1":
 		f.docs.Handler().ServeHTTP(w, r)
 	case r.Method == http.MethodPost && path == "/api/v1/nodes":

@@ -32,6 +32,10 @@ type jsonSchema struct {
 	PreserveUnknownFields bool                   `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
 	PatchMergeKey         string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
 	PatchStrategy         string                 `json:"x-kubernetes-patch-strategy,omitempty"`
+	ListType              string                 `json:"x-kubernetes-list-type,omitempty"`
+	ListMapKeys           []string               `json:"x-kubernetes-list-map-keys,omitempty"`
+	MapType               string                 `json:"x-kubernetes-map-type,omitempty"`
+	Required              []string               `json:"required,omitempty"`
 }
 
 // gvkExtension is one element of x-kubernetes-group-version-kind.
@@ -92,7 +96,7 @@ func render(s *jsonSchema, d dialect) *jsonSchema {
 		}
 		if s.Ref != "" {
 			ref := d.refPrefix() + s.Ref
-			if s.Description == "" && s.PatchStrategy == "" && s.PatchMergeKey == "" {
+			if s.Description == "" && s.PatchStrategy == "" && s.PatchMergeKey == "" && s.MapType == "" {
 				out.Ref = ref
 			} else {
 				out.Ref = ""
@@ -298,6 +302,8 @@ func (r *reflector) define(t reflect.Type) (string, error) {
 		def.Type = "object"
 		def.Properties = map[string]*jsonSchema{}
 		err = r.addFields(def, t)
+		def.Required = r.required(t)
+		def.MapType = markersOf(t).MapType
 	default:
 		var s *jsonSchema
 		s, err = r.inline(t)
@@ -332,6 +338,7 @@ func swaggerDoc(t reflect.Type) map[string]string {
 // structs the way encoding/json does.
 func (r *reflector) addFields(s *jsonSchema, t reflect.Type) error {
 	docs := swaggerDoc(t)
+	marks := markersOf(t).Fields
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -364,9 +371,36 @@ func (r *reflector) addFields(s *jsonSchema, t reflect.Type) error {
 		fs.Description = docs[name]
 		fs.PatchStrategy = f.Tag.Get("patchStrategy")
 		fs.PatchMergeKey = f.Tag.Get("patchMergeKey")
+		if m, ok := marks[name]; ok {
+			fs.ListType, fs.ListMapKeys, fs.MapType = m.ListType, m.ListMapKeys, m.MapType
+		}
 		s.Properties[name] = fs
 	}
 	return nil
+}
+
+// required lists the required JSON fields of struct t and of the structs
+// it embeds, sorted, as their source markers say.
+func (r *reflector) required(t reflect.Type) []string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		names = append(names, markersOf(t).Required...)
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if f.Anonymous && name == "" && et.Kind() == reflect.Struct {
+				walk(et)
+			}
+		}
+	}
+	walk(t)
+	slices.Sort(names)
+	return names
 }
 
 // inline returns a fresh schema for a value of type t: a reference for named

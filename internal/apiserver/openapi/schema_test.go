@@ -204,25 +204,25 @@ func TestFields(t *testing.T) {
 		undefined bool // the field must not exist
 	}{
 		{
-			name: "spec.containers merges by name", def: "io.k8s.api.core.v1.PodSpec", field: "containers",
+			name: "spec.containers merges by name and is a list map keyed by name", def: "io.k8s.api.core.v1.PodSpec", field: "containers",
 			wantV2: jsonSchema{Type: "array", Items: &jsonSchema{Ref: "#/definitions/io.k8s.api.core.v1.Container"},
-				PatchStrategy: "merge", PatchMergeKey: "name"},
+				PatchStrategy: "merge", PatchMergeKey: "name", ListType: "map", ListMapKeys: []string{"name"}},
 			wantV3: jsonSchema{Type: "array", Items: &jsonSchema{Ref: "#/components/schemas/io.k8s.api.core.v1.Container"},
-				PatchStrategy: "merge", PatchMergeKey: "name"},
+				PatchStrategy: "merge", PatchMergeKey: "name", ListType: "map", ListMapKeys: []string{"name"}},
 		},
 		{
 			name: "node status.conditions merges by type", def: "io.k8s.api.core.v1.NodeStatus", field: "conditions",
 			wantV2: jsonSchema{Type: "array", Items: &jsonSchema{Ref: "#/definitions/io.k8s.api.core.v1.NodeCondition"},
-				PatchStrategy: "merge", PatchMergeKey: "type"},
+				PatchStrategy: "merge", PatchMergeKey: "type", ListType: "map", ListMapKeys: []string{"type"}},
 			wantV3: jsonSchema{Type: "array", Items: &jsonSchema{Ref: "#/components/schemas/io.k8s.api.core.v1.NodeCondition"},
-				PatchStrategy: "merge", PatchMergeKey: "type"},
+				PatchStrategy: "merge", PatchMergeKey: "type", ListType: "map", ListMapKeys: []string{"type"}},
 		},
 		{
 			name: "volumes keep both patch strategies", def: "io.k8s.api.core.v1.PodSpec", field: "volumes",
 			wantV2: jsonSchema{Type: "array", Items: &jsonSchema{Ref: "#/definitions/io.k8s.api.core.v1.Volume"},
-				PatchStrategy: "merge,retainKeys", PatchMergeKey: "name"},
+				PatchStrategy: "merge,retainKeys", PatchMergeKey: "name", ListType: "map", ListMapKeys: []string{"name"}},
 			wantV3: jsonSchema{Type: "array", Items: &jsonSchema{Ref: "#/components/schemas/io.k8s.api.core.v1.Volume"},
-				PatchStrategy: "merge,retainKeys", PatchMergeKey: "name"},
+				PatchStrategy: "merge,retainKeys", PatchMergeKey: "name", ListType: "map", ListMapKeys: []string{"name"}},
 		},
 		{
 			name: "a struct field is a sibling-described $ref in v2 and an allOf in v3", def: "io.k8s.api.core.v1.Node", field: "spec",
