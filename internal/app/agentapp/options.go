@@ -26,14 +26,20 @@ import (
 
 // Options are the raw flag values.
 type Options struct {
-	Server     string
-	Token      string
-	TokenFile  string
-	DataDir    string
-	NodeName   string
-	NodeLabels map[string]string
-	NodeIPs    []string
-	ConfigFile string
+	Server    string
+	Token     string
+	TokenFile string
+	DataDir   string
+	NodeName  string
+	// HostnameOverride (--hostname-override) replaces the machine's
+	// hostname; only used when the flag is set.
+	HostnameOverride string
+	// RegisterSchedulable false registers the Node cordoned (upstream's
+	// deprecated --register-schedulable).
+	RegisterSchedulable bool
+	NodeLabels          map[string]string
+	NodeIPs             []string
+	ConfigFile          string
 	// Address and Port of the log endpoint the API server calls.
 	Address string
 	Port    int
@@ -81,6 +87,7 @@ func DefaultOptions() Options {
 		Address:                         "0.0.0.0",
 		Port:                            10250,
 		RegisterNode:                    true,
+		RegisterSchedulable:             true,
 		MaxPods:                         110,
 		NodeStatusUpdateFrequency:       10 * time.Second,
 		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
@@ -98,6 +105,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "File holding the join secret")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the agent's identity (certificate, key, CA) and pod state and logs")
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Node name (default: the host name, lower-cased); must be a DNS subdomain")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Use this hostname instead of the machine's (trimmed, lower-cased): the HostName address, the kubernetes.io/hostname label and, without --node-name, the node name")
+	fs.BoolVar(&o.RegisterSchedulable, "register-schedulable", o.RegisterSchedulable, "Register the node as schedulable; false registers it cordoned (spec.unschedulable and the node.kubernetes.io/unschedulable taint), first creation only")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels to add when registering, key=value,...; keys under kubernetes.io or k8s.io must be ones a node may set")
 	fs.StringSliceVar(&o.NodeIPs, "node-ip", o.NodeIPs, "IP address(es) of the node (one, or an IPv4,IPv6 pair); default: the address of the default-route interface")
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override its fields")

@@ -188,7 +188,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
 	}
-	h := host.New(host.Config{Root: "/", DataDir: o.DataDir})
+	hcfg := host.Config{Root: "/", DataDir: o.DataDir}
+	if cfg.Changed != nil && cfg.Changed("hostname-override") {
+		hcfg.HostnameOverride = &o.HostnameOverride
+	}
+	h := host.New(hcfg)
 	nodeName, err := h.NodeName(o.NodeName)
 	if err != nil {
 		return err
@@ -279,19 +283,20 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	ag, err = agent.New(agent.Config{
-		NodeName:           nodeName,
-		Settings:           settings,
-		Labels:             o.NodeLabels,
-		NodeIPs:            nodeIPs,
-		Host:               h,
-		Runtime:            rt,
-		API:                api,
-		Volumes:            vols,
-		ClientCAs:          caPool,
-		ServingCertificate: id.ServingCertificate,
-		Listen:             net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
-		Clock:              cfg.Clock,
-		Logger:             log,
+		NodeName:              nodeName,
+		Settings:              settings,
+		Labels:                o.NodeLabels,
+		RegisterUnschedulable: !o.RegisterSchedulable,
+		NodeIPs:               nodeIPs,
+		Host:                  h,
+		Runtime:               rt,
+		API:                   api,
+		Volumes:               vols,
+		ClientCAs:             caPool,
+		ServingCertificate:    id.ServingCertificate,
+		Listen:                net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
+		Clock:                 cfg.Clock,
+		Logger:                log,
 		OnRepeatedFailure: func() {
 			// A half-dead connection must not carry the next heartbeat.
 			if c, ok := rc.Transport.(interface{ CloseIdleConnections() }); ok {
