@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,10 @@ type Config struct {
 	// Volumes prepares pod volumes (nil: volumes are ignored, as in
 	// nodeplane sim); the Runtime must then be a runtime.VolumeRuntime.
 	Volumes *volumes.Manager
+	// RuntimeHealth reports why the runtime cannot start or track pods
+	// (nil error: it can); its error is the Ready=False message. Nil: the
+	// runtime is always healthy.
+	RuntimeHealth func() error
 	// Usage measures what pods use, for eviction ranking and messages
 	// (nil: every pod counts as using nothing).
 	Usage *eviction.ProcUsage
@@ -213,6 +218,11 @@ func New(cfg Config) (*Agent, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Metrics != nil {
+		if err := a.registerMetrics(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("agent metrics: %w", err)
+		}
 	}
 	return a, nil
 }
@@ -414,6 +424,11 @@ func (a *Agent) observe(context.Context) (nodestatus.Observation, error) {
 	obs.MemoryPressure, obs.DiskPressure, obs.PIDPressure = a.eviction.Pressure()
 	if a.cfg.Volumes != nil {
 		obs.VolumesInUse = a.cfg.Volumes.VolumesInUse()
+	}
+	if a.cfg.RuntimeHealth != nil {
+		if err := a.cfg.RuntimeHealth(); err != nil {
+			obs.NotReady = append(obs.NotReady, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
 	}
 	if a.shutdown != nil {
 		obs.NotReady = append(obs.NotReady, a.shutdown.NotReady()...)

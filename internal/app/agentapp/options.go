@@ -48,6 +48,9 @@ type Options struct {
 	RegisterWithTaints        []string
 	MaxPods                   int32
 	NodeStatusUpdateFrequency time.Duration
+	// EvictionMonitoringPeriod is how often the eviction manager observes
+	// the node (nodeplane's own flag; the kubelet's period is a fixed 10 s).
+	EvictionMonitoringPeriod time.Duration
 	// Graceful node shutdown (override the KubeletConfiguration fields of
 	// the same names; nodeplane's default when neither sets them is 30 s,
 	// 10 s of it for critical pods).
@@ -90,6 +93,7 @@ func DefaultOptions() Options {
 		RegisterSchedulable:             true,
 		MaxPods:                         110,
 		NodeStatusUpdateFrequency:       10 * time.Second,
+		EvictionMonitoringPeriod:        10 * time.Second,
 		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
 		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
 		ShutdownLogind:                  "auto",
@@ -116,6 +120,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints to register the node with, key[=value]:Effect,... — first creation only (overrides registerWithTaints)")
 	fs.Int32Var(&o.MaxPods, "max-pods", o.MaxPods, "Most pods this node runs (overrides maxPods)")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node status is recomputed (overrides nodeStatusUpdateFrequency)")
+	fs.DurationVar(&o.EvictionMonitoringPeriod, "eviction-monitoring-period", o.EvictionMonitoringPeriod, "How often the eviction manager compares memory, disk and PID use with the eviction thresholds (nodeplane's own; the kubelet's is 10s)")
 	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", o.ShutdownGracePeriod, "Total time a graceful node shutdown may take; 0 turns graceful shutdown off (overrides shutdownGracePeriod)")
 	fs.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods, "Part of --shutdown-grace-period kept for critical pods (priority >= 2000000000) (overrides shutdownGracePeriodCriticalPods)")
 	fs.StringSliceVar(&o.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", o.ShutdownGracePeriodByPodPriority, "Shutdown budget per pod priority, priority=seconds,... (overrides shutdownGracePeriodByPodPriority; excludes the two flags above)")
@@ -186,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeStatusUpdateFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("--node-status-update-frequency must be > 0, got %v", o.NodeStatusUpdateFrequency))
+	}
+	if o.EvictionMonitoringPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--eviction-monitoring-period must be > 0, got %v", o.EvictionMonitoringPeriod))
 	}
 	if o.ShutdownGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %v", o.ShutdownGracePeriod))

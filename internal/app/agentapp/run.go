@@ -25,7 +25,9 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/agent"
 	"github.com/nodeplane/nodeplane/internal/agent/config"
+	"github.com/nodeplane/nodeplane/internal/agent/eviction"
 	"github.com/nodeplane/nodeplane/internal/agent/host"
+	"github.com/nodeplane/nodeplane/internal/agent/runtime"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
 	"github.com/nodeplane/nodeplane/internal/agent/shutdown/logind"
 	"github.com/nodeplane/nodeplane/internal/agent/volumes"
@@ -136,6 +138,9 @@ func Settings(o Options, changed func(string) bool) (config.Settings, error) {
 	}
 	if changed("node-status-update-frequency") {
 		s.NodeStatusUpdateFrequency = o.NodeStatusUpdateFrequency
+	}
+	if changed("eviction-monitoring-period") {
+		s.EvictionMonitoringPeriod = o.EvictionMonitoringPeriod
 	}
 	if err := s.Validate(); err != nil {
 		return s, err
@@ -303,8 +308,16 @@ func Run(ctx context.Context, cfg Config) error {
 				c.CloseIdleConnections()
 			}
 		},
-		StateDir: o.DataDir,
-		Metrics:  prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
+		StateDir:      o.DataDir,
+		Metrics:       prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
+		RuntimeHealth: agent.RuntimeHealth(filepath.Join(o.DataDir, "runtime", "pods"), exe),
+		Usage: &eviction.ProcUsage{Proc: "/proc", PodDirs: func(rs runtime.PodStatus) []string {
+			// A pod's disk use: its logs (runtime state) and emptyDir volumes.
+			return []string{
+				filepath.Join(o.DataDir, "runtime", "pods", string(rs.UID)),
+				filepath.Join(o.DataDir, "volumes", "pods", string(rs.UID), "volumes", "kubernetes.io~empty-dir"),
+			}
+		}},
 	})
 	if err != nil {
 		return err
