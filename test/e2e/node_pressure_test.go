@@ -321,3 +321,129 @@ func TestUnwritablePodStateMakesNodeNotReady(t *testing.T) {
 		return nil
 	})
 }
+
+// TestDiskPressureOnASmallDataDir gives the agent a 64Mi tmpfs data
+// directory and evictionHard nodefs.available<24Mi (needs root to mount):
+// a pod fills its emptyDir with 48Mi, the node shows DiskPressure=True and
+// the disk-pressure taint, the writer is evicted before a quiet pod (reason
+// Evicted, "low on resource: ephemeral-storage"), a new Guaranteed pod is
+// refused ("[DiskPressure]"); deleting the pods frees the space and the
+// condition clears once the 5 s transition period has passed.
+func TestDiskPressureOnASmallDataDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs data directory")
+	}
+	s := startServer(t, serverOptions{})
+	cs := s.client()
+	ctx := context.Background()
+	const node = "disk-node"
+	base := t.TempDir()
+	dataDir := filepath.Join(base, "agent")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dataDir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	target := filepath.Join(base, "fill")
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, s, agentOptions{name: node, dataDir: dataDir, args: []string{"--eviction-monitoring-period=1s"},
+		config: pressureConfig + "evictionHard:\n  nodefs.available: 24Mi\n"})
+	t.Cleanup(func() {
+		a.stop()
+		killContainers(dataDir)
+		if out, err := exec.Command("umount", "-l", dataDir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dataDir, err, out)
+		}
+	})
+	waitNodesReady(t, cs, 60*time.Second, node)
+	quiet := sleepPod("quiet", node, true)
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, quiet, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodPhase(t, cs, "quiet", corev1.PodRunning)
+	writer := sleepPod("writer", node, true)
+	writer.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	writer.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: target}}
+	writer.Spec.Containers[0].Command = []string{"sh", "-c", "head -c 50331648 /dev/zero > " + target + "/fill; sleep 3600"}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, writer, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 60*time.Second, "DiskPressure=True and the disk-pressure taint", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := condition(n, corev1.NodeDiskPressure); c.Status != corev1.ConditionTrue || c.Reason != "KubeletHasDiskPressure" {
+			return fmt.Errorf("DiskPressure = %s/%s", c.Status, c.Reason)
+		}
+		if !hasTaint(n, corev1.TaintNodeDiskPressure) {
+			return fmt.Errorf("taints %v", n.Spec.Taints)
+		}
+		return nil
+	})
+	w := waitPodPhase(t, cs, "writer", corev1.PodFailed)
+	if w.Status.Reason != "Evicted" || !strings.HasPrefix(w.Status.Message, "The node was low on resource: ephemeral-storage. Threshold quantity: 24Mi, available: ") {
+		t.Errorf("writer: %s %q, want Evicted for ephemeral-storage", w.Status.Reason, w.Status.Message)
+	}
+	// The writer goes first: when it failed the quiet pod was still running
+	// (the evicted writer's files stay until it is deleted, so the quiet pod
+	// follows).
+	q, err := cs.CoreV1().Pods("default").Get(ctx, "quiet", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Status.Phase == corev1.PodFailed {
+		var wt, qt time.Time
+		for _, c := range w.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				wt = c.LastTransitionTime.Time
+			}
+		}
+		for _, c := range q.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				qt = c.LastTransitionTime.Time
+			}
+		}
+		if qt.Before(wt) {
+			t.Errorf("quiet pod evicted at %s, before the writer at %s", qt, wt)
+		}
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, sleepPod("late", node, true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	late := waitPodPhase(t, cs, "late", corev1.PodFailed)
+	if late.Status.Reason != "Evicted" || late.Status.Message != "Pod was rejected: The node had condition: [DiskPressure]. " {
+		t.Errorf("new Guaranteed pod: %s %q, want Evicted, the kubelet's admission message", late.Status.Reason, late.Status.Message)
+	}
+
+	// The signal is still low now (the evicted pods' files are there), so
+	// the agent saw pressure at most one monitoring period (1 s) ago: the
+	// condition may not clear before now + 5 s − 1 s.
+	deleted := time.Now()
+	for _, name := range []string{"writer", "quiet", "late"} {
+		if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "DiskPressure=False and no disk-pressure taint", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := condition(n, corev1.NodeDiskPressure)
+		if c.Status != corev1.ConditionFalse {
+			return fmt.Errorf("DiskPressure = %s", c.Status)
+		}
+		if held := time.Since(deleted); held < 4*time.Second {
+			t.Errorf("DiskPressure cleared %s after the space was freed, want it held for the 5 s transition period", held)
+		}
+		if hasTaint(n, corev1.TaintNodeDiskPressure) {
+			return fmt.Errorf("taints %v", n.Spec.Taints)
+		}
+		return nil
+	})
+}
