@@ -447,3 +447,41 @@ func TestDiskPressureOnASmallDataDir(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRegistrationFlags starts an agent with --hostname-override (padded,
+// upper case), --register-schedulable=false and a providerID in its config
+// file: the Node carries the trimmed, lower-cased hostname in its
+// kubernetes.io/hostname label and HostName address, the providerID, and
+// is registered cordoned with the unschedulable taint.
+func TestRegistrationFlags(t *testing.T) {
+	s := startServer(t, serverOptions{})
+	cs := s.client()
+	const node = "flags-node"
+	startAgent(t, s, agentOptions{name: node, config: agentTestConfig + "providerID: nodeplane://rack-1/flags-node\n",
+		args: []string{"--hostname-override", " Web-1.Example ", "--register-schedulable=false"}})
+	eventually(t, 60*time.Second, "the node registered with the flags' effects", func() error {
+		n, err := cs.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := n.Labels["kubernetes.io/hostname"]; got != "web-1.example" {
+			return fmt.Errorf("hostname label %q", got)
+		}
+		hostAddr := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeHostName {
+				hostAddr = a.Address
+			}
+		}
+		if hostAddr != "web-1.example" {
+			return fmt.Errorf("addresses %v", n.Status.Addresses)
+		}
+		if n.Spec.ProviderID != "nodeplane://rack-1/flags-node" {
+			return fmt.Errorf("providerID %q", n.Spec.ProviderID)
+		}
+		if !n.Spec.Unschedulable || !hasTaint(n, "node.kubernetes.io/unschedulable") {
+			return fmt.Errorf("unschedulable %v, taints %v", n.Spec.Unschedulable, n.Spec.Taints)
+		}
+		return nil
+	})
+}

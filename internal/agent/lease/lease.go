@@ -96,8 +96,8 @@ type Renewer struct {
 	failures int
 	renewals int64
 	// failed counts every failed attempt (failures only the consecutive ones).
-	failed int64
-	lastErr  error
+	failed  int64
+	lastErr error
 }
 
 // New returns a Renewer; it checks the Config.
