@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/agent/config"
 	"github.com/nodeplane/nodeplane/internal/agent/events"
+	"github.com/nodeplane/nodeplane/internal/agent/eviction"
 	"github.com/nodeplane/nodeplane/internal/agent/host"
 	"github.com/nodeplane/nodeplane/internal/agent/lease"
 	"github.com/nodeplane/nodeplane/internal/agent/logserver"
@@ -51,6 +53,10 @@ type Config struct {
 	Settings config.Settings
 	// Labels from --node-labels (checked against nodelabels by the caller).
 	Labels map[string]string
+	// RegisterUnschedulable registers the Node cordoned
+	// (--register-schedulable=false): spec.unschedulable and the
+	// unschedulable taint, at first creation only.
+	RegisterUnschedulable bool
 	// NodeIPs from --node-ip (empty: detected).
 	NodeIPs []net.IP
 	Host    *host.Host
@@ -78,6 +84,13 @@ type Config struct {
 	// Volumes prepares pod volumes (nil: volumes are ignored, as in
 	// nodeplane sim); the Runtime must then be a runtime.VolumeRuntime.
 	Volumes *volumes.Manager
+	// RuntimeHealth reports why the runtime cannot start or track pods
+	// (nil error: it can); its error is the Ready=False message. Nil: the
+	// runtime is always healthy.
+	RuntimeHealth func() error
+	// Usage measures what pods use, for eviction ranking and messages
+	// (nil: every pod counts as using nothing).
+	Usage *eviction.ProcUsage
 }
 
 // Agent is a running node agent.
@@ -89,6 +102,7 @@ type Agent struct {
 	renewer  *lease.Renewer
 	logs     *logserver.Server
 	shutdown *shutdown.Manager
+	eviction *eviction.Manager
 
 	node      atomic.Pointer[corev1.Node]
 	addresses atomic.Pointer[[]corev1.NodeAddress]
@@ -148,16 +162,17 @@ func New(cfg Config) (*Agent, error) {
 		vols = cfg.Volumes
 	}
 	a.manager, err = pods.New(pods.Config{
-		Volumes:      vols,
-		NodeName:     cfg.NodeName,
-		Runtime:      cfg.Runtime,
-		Client:       cfg.API,
-		Node:         a.cachedNode,
-		HostIPs:      a.hostIPs,
-		Recorder:     podRecorder{a},
-		Clock:        cfg.Clock,
-		Logger:       cfg.Logger,
-		ShuttingDown: func() bool { return a.shutdown.ShuttingDown() },
+		Volumes:       vols,
+		NodeName:      cfg.NodeName,
+		Runtime:       cfg.Runtime,
+		Client:        cfg.API,
+		Node:          a.cachedNode,
+		HostIPs:       a.hostIPs,
+		Recorder:      podRecorder{a},
+		Clock:         cfg.Clock,
+		Logger:        cfg.Logger,
+		ShuttingDown:  func() bool { return a.shutdown.ShuttingDown() },
+		PressureAdmit: func(p *corev1.Pod) (bool, string, string) { return a.eviction.Admit(p) },
 	})
 	if err != nil {
 		return nil, err
@@ -165,6 +180,18 @@ func New(cfg Config) (*Agent, error) {
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {
 		reg = cfg.Metrics
+	}
+	a.eviction, err = eviction.New(eviction.Config{
+		Settings: cfg.Settings,
+		Observe:  cfg.Host.Signals,
+		Pods:     evictionPods{a},
+		OnChange: a.updater.ReportNow,
+		Metrics:  reg,
+		Clock:    cfg.Clock,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
 	}
 	gauges, err := shutdown.NewGauges(reg)
 	if err != nil {
@@ -191,6 +218,11 @@ func New(cfg Config) (*Agent, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Metrics != nil {
+		if err := a.registerMetrics(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("agent metrics: %w", err)
+		}
 	}
 	return a, nil
 }
@@ -249,6 +281,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); a.recorder.Run(ctx) }()
 
+	// The first status (sent with the Node) carries the pressure conditions.
+	a.eviction.Synchronize(ctx)
 	node, err := a.register(ctx)
 	if err != nil {
 		return fmt.Errorf("register node %q: %w", a.cfg.NodeName, err)
@@ -293,6 +327,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			Upsert: a.manager.Upsert, Delete: a.manager.Delete, Replace: a.manager.Replace,
 		})
 	}()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.eviction.Run(ctx) }()
 	log.Info("agent running", "logPort", logs.Port())
 	a.manager.Run(ctx)
 	return nil
@@ -385,13 +421,14 @@ func (a *Agent) observe(context.Context) (nodestatus.Observation, error) {
 	if a.logs != nil {
 		obs.DaemonPort = a.logs.Port()
 	}
-	signals, err := a.cfg.Host.Signals()
-	if err != nil {
-		a.cfg.Logger.Debug("eviction signals incomplete", "err", err)
-	}
-	obs.MemoryPressure, obs.DiskPressure, obs.PIDPressure = config.Pressure(signals, s)
+	obs.MemoryPressure, obs.DiskPressure, obs.PIDPressure = a.eviction.Pressure()
 	if a.cfg.Volumes != nil {
 		obs.VolumesInUse = a.cfg.Volumes.VolumesInUse()
+	}
+	if a.cfg.RuntimeHealth != nil {
+		if err := a.cfg.RuntimeHealth(); err != nil {
+			obs.NotReady = append(obs.NotReady, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
 	}
 	if a.shutdown != nil {
 		obs.NotReady = append(obs.NotReady, a.shutdown.NotReady()...)
@@ -412,6 +449,7 @@ func (a *Agent) initialNode() *corev1.Node {
 	return register.InitialNode(register.Spec{
 		Name: a.cfg.NodeName, Hostname: hostname, OS: goruntime.GOOS, Arch: goruntime.GOARCH,
 		Labels: a.cfg.Labels, Taints: a.cfg.Settings.RegisterWithTaints,
+		Unschedulable: a.cfg.RegisterUnschedulable, ProviderID: a.cfg.Settings.ProviderID,
 	}, status)
 }
 
@@ -426,3 +464,34 @@ type podRecorder struct{ a *Agent }
 func (r podRecorder) PodEvent(p *corev1.Pod, eventType, reason, message string) {
 	r.a.recorder.Event(r.a.cfg.API, r.a.cfg.NodeName, events.PodRef(p), eventType, reason, message)
 }
+
+// evictionPods gives the eviction manager the running pods with their
+// usage and carries out its evictions through the pod manager.
+type evictionPods struct{ a *Agent }
+
+func (e evictionPods) Active() []eviction.Pod {
+	running := e.a.manager.Running()
+	var measure func(runtime.PodStatus) eviction.Usage
+	if e.a.cfg.Usage != nil {
+		measure = e.a.cfg.Usage.Snapshot()
+	}
+	out := make([]eviction.Pod, 0, len(running))
+	for _, p := range running {
+		ep := eviction.Pod{Pod: p}
+		if rs, ok := e.a.cfg.Runtime.PodStatus(p.UID); ok && measure != nil {
+			ep.Usage = measure(rs)
+		}
+		out = append(out, ep)
+	}
+	return out
+}
+
+func (e evictionPods) Evict(ctx context.Context, ev eviction.Eviction) error {
+	ctx, cancel := context.WithTimeout(ctx, ev.GracePeriod+podCleanupTimeout)
+	defer cancel()
+	return e.a.manager.Evict(ctx, ev.Pod.UID, ev.GracePeriod, ev.Message)
+}
+
+// podCleanupTimeout bounds the wait for an evicted pod to be gone, past its
+// grace period (the kubelet's 30 s).
+const podCleanupTimeout = 30 * time.Second

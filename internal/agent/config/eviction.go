@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -151,4 +152,85 @@ func resolveEvictionHard(in map[string]string, merge bool, errs *[]error) map[Si
 	}
 	maps.DeleteFunc(out, func(_ Signal, t Threshold) bool { return t.IsZero() })
 	return out
+}
+
+// parseThresholds parses an evictionSoft or evictionMinimumReclaim mapping
+// (signal → quantity or percentage). Zero values are kept (a zero minimum
+// reclaim is the default anyway; a zero soft threshold is dropped).
+func parseThresholds(field string, in map[string]string, errs *[]error) map[Signal]Threshold {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[Signal]Threshold, len(in))
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		sig := Signal(name)
+		f := fmt.Sprintf("%s[%s]", field, name)
+		if !knownSignal(sig) {
+			*errs = append(*errs, &FieldError{Field: f, Err: errors.New("unknown eviction signal")})
+			continue
+		}
+		t, err := ParseThreshold(in[name])
+		if err != nil {
+			*errs = append(*errs, &FieldError{Field: f, Err: err})
+			continue
+		}
+		if field == "evictionSoft" && t.IsZero() {
+			continue
+		}
+		out[sig] = t
+	}
+	return out
+}
+
+// parseGracePeriods parses evictionSoftGracePeriod (signal → duration).
+func parseGracePeriods(in map[string]string, errs *[]error) map[Signal]time.Duration {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[Signal]time.Duration, len(in))
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		sig := Signal(name)
+		f := fmt.Sprintf("evictionSoftGracePeriod[%s]", name)
+		if !knownSignal(sig) {
+			*errs = append(*errs, &FieldError{Field: f, Err: errors.New("unknown eviction signal")})
+			continue
+		}
+		d, err := time.ParseDuration(in[name])
+		if err != nil {
+			*errs = append(*errs, &FieldError{Field: f, Err: fmt.Errorf("%q: want a duration such as 90s", in[name])})
+			continue
+		}
+		out[sig] = d
+	}
+	return out
+}
+
+// validateSoftEviction checks evictionSoft, its grace periods, the
+// minimum reclaims and evictionMaxPodGracePeriod.
+func (s Settings) validateSoftEviction() []error {
+	var errs []error
+	for _, sig := range slices.Sorted(maps.Keys(s.EvictionSoft)) {
+		f := fmt.Sprintf("evictionSoft[%s]", sig)
+		if err := validateThreshold(sig, s.EvictionSoft[sig]); err != nil {
+			errs = append(errs, &FieldError{Field: f, Err: err})
+		}
+		if _, ok := s.EvictionSoftGracePeriod[sig]; !ok {
+			errs = append(errs, &FieldError{Field: f, Err: fmt.Errorf("a soft threshold needs a grace period: set evictionSoftGracePeriod[%s]", sig)})
+		}
+	}
+	for _, sig := range slices.Sorted(maps.Keys(s.EvictionSoftGracePeriod)) {
+		f := fmt.Sprintf("evictionSoftGracePeriod[%s]", sig)
+		if !knownSignal(sig) {
+			errs = append(errs, &FieldError{Field: f, Err: errors.New("unknown eviction signal")})
+		}
+		if d := s.EvictionSoftGracePeriod[sig]; d < 0 {
+			errs = append(errs, &FieldError{Field: f, Err: fmt.Errorf("must not be negative, got %s", d)})
+		}
+	}
+	for _, sig := range slices.Sorted(maps.Keys(s.EvictionMinimumReclaim)) {
+		if err := validateThreshold(sig, s.EvictionMinimumReclaim[sig]); err != nil {
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("evictionMinimumReclaim[%s]", sig), Err: err})
+		}
+	}
+	return errs
 }

@@ -19,6 +19,7 @@ const (
 	DefaultNodeStatusUpdateFrequency        = 10 * time.Second
 	DefaultNodeStatusReportFrequency        = 5 * time.Minute
 	DefaultEvictionPressureTransitionPeriod = 5 * time.Minute
+	DefaultEvictionMonitoringPeriod         = 10 * time.Second
 	DefaultMaxPods                          = 110
 )
 
@@ -66,9 +67,28 @@ type Settings struct {
 	// allocatable.
 	EvictionHard map[Signal]Threshold
 	// EvictionPressureTransitionPeriod is how long a pressure condition
-	// stays True after its signal has recovered (applied by the status
-	// code, not by Pressure). >= 0; default 5m.
+	// stays True after its signal has recovered (applied by the eviction
+	// manager, not by Pressure). >= 0; default 5m.
 	EvictionPressureTransitionPeriod time.Duration
+	// EvictionSoft holds the soft thresholds: crossing one evicts only
+	// after it has held for its EvictionSoftGracePeriod. Every soft
+	// threshold needs a grace period.
+	EvictionSoft map[Signal]Threshold
+	// EvictionSoftGracePeriod is how long each soft threshold must hold
+	// before it evicts. >= 0.
+	EvictionSoftGracePeriod map[Signal]time.Duration
+	// EvictionMaxPodGracePeriod caps the termination grace period of a pod
+	// evicted for a soft threshold, in seconds (0: the pod's own). >= 0.
+	// Hard evictions give no grace.
+	EvictionMaxPodGracePeriod int32
+	// EvictionMinimumReclaim is how much more than its threshold a signal
+	// must recover before eviction for it stops (quantity or percentage of
+	// capacity). >= 0.
+	EvictionMinimumReclaim map[Signal]Threshold
+	// EvictionMonitoringPeriod is how often the eviction manager observes
+	// the signals (the kubelet's fixed housekeeping period, 10 s; only a
+	// nodeplane flag sets it). > 0.
+	EvictionMonitoringPeriod time.Duration
 
 	// ShutdownGracePeriod is the total time a graceful node shutdown may
 	// take, and ShutdownGracePeriodCriticalPods the part of it reserved for
@@ -116,6 +136,8 @@ func Resolve(file *kubeletv1beta1.KubeletConfiguration) (Settings, error) {
 		MaxPods:                          orDefault(file.MaxPods, DefaultMaxPods),
 		PodsPerCore:                      file.PodsPerCore,
 		EvictionPressureTransitionPeriod: orDefault(file.EvictionPressureTransitionPeriod.Duration, DefaultEvictionPressureTransitionPeriod),
+		EvictionMaxPodGracePeriod:        file.EvictionMaxPodGracePeriod,
+		EvictionMonitoringPeriod:         DefaultEvictionMonitoringPeriod,
 		ShutdownGracePeriod:              file.ShutdownGracePeriod.Duration,
 		ShutdownGracePeriodCriticalPods:  file.ShutdownGracePeriodCriticalPods.Duration,
 	}
@@ -150,6 +172,9 @@ func Resolve(file *kubeletv1beta1.KubeletConfiguration) (Settings, error) {
 		}
 	}
 	s.EvictionHard = resolveEvictionHard(file.EvictionHard, file.MergeDefaultEvictionSettings != nil && *file.MergeDefaultEvictionSettings, &errs)
+	s.EvictionSoft = parseThresholds("evictionSoft", file.EvictionSoft, &errs)
+	s.EvictionMinimumReclaim = parseThresholds("evictionMinimumReclaim", file.EvictionMinimumReclaim, &errs)
+	s.EvictionSoftGracePeriod = parseGracePeriods(file.EvictionSoftGracePeriod, &errs)
 
 	if err := s.Validate(); err != nil {
 		errs = append(errs, err)
@@ -235,6 +260,13 @@ func (s Settings) Validate() error {
 	}
 	if s.EvictionPressureTransitionPeriod < 0 {
 		fail("evictionPressureTransitionPeriod", "must not be negative, got %s", s.EvictionPressureTransitionPeriod)
+	}
+	errs = append(errs, s.validateSoftEviction()...)
+	if s.EvictionMaxPodGracePeriod < 0 {
+		fail("evictionMaxPodGracePeriod", "must not be negative, got %d", s.EvictionMaxPodGracePeriod)
+	}
+	if s.EvictionMonitoringPeriod <= 0 {
+		fail("evictionMonitoringPeriod", "must be > 0, got %s", s.EvictionMonitoringPeriod)
 	}
 	for i, t := range s.RegisterWithTaints {
 		if err := validateTaint(t); err != nil {

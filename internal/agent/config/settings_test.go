@@ -20,6 +20,7 @@ func TestDefaults(t *testing.T) {
 		RegisterNode:                     true,
 		MaxPods:                          110,
 		EvictionHard:                     DefaultEvictionHard(),
+		EvictionMonitoringPeriod:         10 * time.Second,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
 	}
 	if !reflect.DeepEqual(s, want) {

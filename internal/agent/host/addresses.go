@@ -47,10 +47,18 @@ func SystemInterfaces() ([]Interface, error) {
 	return out, nil
 }
 
-// Hostname returns the machine's hostname, trimmed and lower-cased:
+// Hostname returns the node's hostname, trimmed and lower-cased:
+// Config.HostnameOverride when set, else the machine's —
 // /proc/sys/kernel/hostname, or os.Hostname when Root is "/" and that file
 // cannot be read. An empty hostname is an error.
 func (h *Host) Hostname() (string, error) {
+	if o := h.cfg.HostnameOverride; o != nil {
+		name := strings.ToLower(strings.TrimSpace(*o))
+		if name == "" {
+			return "", errors.New("--hostname-override is empty")
+		}
+		return name, nil
+	}
 	name, err := h.readString("/proc/sys/kernel/hostname")
 	if err != nil && h.live() {
 		name, err = os.Hostname()

@@ -158,6 +158,7 @@ func TestNodeName(t *testing.T) {
 		name     string
 		hostname *string // nil: no hostname file
 		override string
+		hostOver *string // --hostname-override
 		want     string
 		wantErr  string
 	}{
@@ -168,6 +169,10 @@ func TestNodeName(t *testing.T) {
 		{name: "a hostname that is not a DNS subdomain asks for --node-name", hostname: ptr("my_host"), wantErr: "--node-name"},
 		{name: "an empty hostname is an error", hostname: ptr("\n"), wantErr: "hostname is empty"},
 		{name: "an unreadable hostname is an error", wantErr: "read hostname"},
+		{name: "the hostname override is trimmed and lower-cased and names the node", hostname: ptr("machine"), hostOver: ptr(" Web-1.Example\n"), want: "web-1.example"},
+		{name: "--node-name wins over the hostname override", hostname: ptr("machine"), hostOver: ptr("web-1"), override: "node-a", want: "node-a"},
+		{name: "a blank hostname override is an error naming the flag", hostname: ptr("machine"), hostOver: ptr("  "), wantErr: "--hostname-override is empty"},
+		{name: "a hostname override that is not a DNS subdomain names the flag", hostname: ptr("machine"), hostOver: ptr("web_1"), wantErr: "--hostname-override"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +180,9 @@ func TestNodeName(t *testing.T) {
 			if tt.hostname != nil {
 				files["proc/sys/kernel/hostname"] = *tt.hostname
 			}
-			got, err := fakeHost(t, files).NodeName(tt.override)
+			h := fakeHost(t, files)
+			h.cfg.HostnameOverride = tt.hostOver
+			got, err := h.NodeName(tt.override)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("NodeName(%q) = %q, %v; want an error containing %q", tt.override, got, err, tt.wantErr)
@@ -184,6 +191,13 @@ func TestNodeName(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Fatalf("NodeName(%q) = %q, %v; want %q", tt.override, got, err, tt.want)
+			}
+			if tt.hostOver != nil {
+				// The HostName address and the hostname label follow the override.
+				want := strings.ToLower(strings.TrimSpace(*tt.hostOver))
+				if hn, err := h.Hostname(); err != nil || hn != want {
+					t.Fatalf("Hostname() = %q, %v; want %q", hn, err, want)
+				}
 			}
 		})
 	}

@@ -45,6 +45,11 @@ type Config struct {
 	// Interfaces lists the network interfaces and their addresses. Default
 	// SystemInterfaces.
 	Interfaces func() ([]Interface, error)
+	// HostnameOverride (--hostname-override), when set, is the hostname
+	// (trimmed and lower-cased) instead of the machine's: the HostName
+	// address, the kubernetes.io/hostname label and, without --node-name,
+	// the node name follow it (SPEC KUB-4). Set but blank is an error.
+	HostnameOverride *string
 }
 
 // DefaultConfig reads the real machine.

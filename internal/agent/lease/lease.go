@@ -95,7 +95,9 @@ type Renewer struct {
 	last     *coordinationv1.Lease
 	failures int
 	renewals int64
-	lastErr  error
+	// failed counts every failed attempt (failures only the consecutive ones).
+	failed  int64
+	lastErr error
 }
 
 // New returns a Renewer; it checks the Config.
@@ -157,6 +159,7 @@ func (r *Renewer) Renew(ctx context.Context) time.Duration {
 		return time.Duration(float64(r.cfg.Duration) * (RenewFraction + jitter*RenewFraction))
 	}
 	r.failures++
+	r.failed++
 	if ctx.Err() == nil {
 		r.cfg.Logger.Warn("lease renewal failed", "node", r.cfg.NodeName, "failures", r.failures, "err", err)
 	}
@@ -179,8 +182,10 @@ func Backoff(n int) time.Duration {
 // Stats is a snapshot of the renewer's progress.
 type Stats struct {
 	Renewals int64
-	Failures int
-	LastErr  error
+	// Failures counts the consecutive failed attempts; FailedTotal all.
+	Failures    int
+	FailedTotal int64
+	LastErr     error
 	// RenewTime of the last lease written (zero before the first).
 	RenewTime time.Time
 }
@@ -189,7 +194,7 @@ type Stats struct {
 func (r *Renewer) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := Stats{Renewals: r.renewals, Failures: r.failures, LastErr: r.lastErr}
+	s := Stats{Renewals: r.renewals, Failures: r.failures, FailedTotal: r.failed, LastErr: r.lastErr}
 	if r.last != nil && r.last.Spec.RenewTime != nil {
 		s.RenewTime = r.last.Spec.RenewTime.Time
 	}

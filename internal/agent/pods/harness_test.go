@@ -237,6 +237,8 @@ type options struct {
 	shuttingDown func() bool
 	// volumes feeds Config.Volumes.
 	volumes Volumes
+	// pressureAdmit feeds Config.PressureAdmit.
+	pressureAdmit func(*corev1.Pod) (bool, string, string)
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -266,8 +268,9 @@ func newHarness(t *testing.T, o options) *harness {
 		Workers:  o.workers,
 		Inline:   o.workers == 0,
 
-		ShuttingDown: o.shuttingDown,
-		Volumes:      o.volumes,
+		ShuttingDown:  o.shuttingDown,
+		Volumes:       o.volumes,
+		PressureAdmit: o.pressureAdmit,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -93,6 +93,9 @@ type Config struct {
 	// ShuttingDown, when set and true, makes admission refuse every new
 	// pod with reason NodeShutdown (SPEC GNS-6).
 	ShuttingDown func() bool
+	// PressureAdmit, when set, is the eviction manager's admission: it may
+	// refuse a new pod while the node is under resource pressure.
+	PressureAdmit func(pod *corev1.Pod) (ok bool, reason, message string)
 	// Volumes, when set, prepares the volumes of pods that have some
 	// before they start (the runtime must then be a
 	// runtime.VolumeRuntime); without it volumes are ignored (nodeplane
@@ -117,6 +120,9 @@ type Manager struct {
 	// shutdown are the pods stopped by a graceful node shutdown: once
 	// stopped their status is the shutdown's final one (GNS-5).
 	shutdown map[types.UID]bool
+	// evicted are the pods stopped by node-pressure eviction, with the
+	// eviction message their final status carries.
+	evicted map[types.UID]string
 	// mountErr is the last volume problem reported for a pod that waits
 	// for its volumes (an event is recorded when it changes).
 	mountErr map[types.UID]string
@@ -156,6 +162,7 @@ func New(cfg Config) (*Manager, error) {
 		rejected: map[types.UID]rejection{},
 		stopping: map[types.UID]bool{},
 		shutdown: map[types.UID]bool{},
+		evicted:  map[types.UID]string{},
 		mountErr: map[types.UID]string{},
 	}
 	if !cfg.Inline {
@@ -353,6 +360,9 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		}
 		m.admitMu.Lock()
 		ok, reason, msg := podstatus.Admit(pod, node, m.admitted(uid))
+		if ok && m.cfg.PressureAdmit != nil {
+			ok, reason, msg = m.cfg.PressureAdmit(pod)
+		}
 		if m.cfg.ShuttingDown != nil && m.cfg.ShuttingDown() {
 			ok, reason, msg = false, podstatus.ReasonNodeShutdown, podstatus.MessageNodeShutdown
 		}
@@ -405,7 +415,11 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 func (m *Manager) final(pod *corev1.Pod, rs runtime.PodStatus) corev1.PodStatus {
 	m.mu.Lock()
 	byShutdown := m.shutdown[pod.UID]
+	evictMsg, byEviction := m.evicted[pod.UID]
 	m.mu.Unlock()
+	if byEviction && stopped(rs) {
+		return podstatus.Evicted(m.compute(pod, rs), evictMsg, metav1.NewTime(m.now()))
+	}
 	if !byShutdown || !stopped(rs) {
 		return m.compute(pod, rs)
 	}
@@ -454,6 +468,49 @@ func (m *Manager) StopForShutdown(ctx context.Context, uid types.UID, grace time
 	if err := m.cfg.Runtime.KillPod(ctx, uid, grace); err != nil {
 		return fmt.Errorf("stop pod %s: %w", uid, err)
 	}
+	backoff := 100 * time.Millisecond
+	for {
+		pod := m.get(uid)
+		rs, inRuntime := m.cfg.Runtime.PodStatus(uid)
+		if pod == nil || !inRuntime {
+			return nil // gone from the API or the runtime: nothing to report
+		}
+		err := m.writeStatus(ctx, pod, m.final(pod, rs))
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		m.cfg.Logger.Debug("final pod status not written yet", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("final status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		case <-m.cfg.Clock.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// Evict stops a pod for node-pressure eviction: an Evicted warning event
+// with message, SIGTERM, SIGKILL after grace, then its final status —
+// Failed, reason Evicted, message, DisruptionTarget=True — written until
+// the API acknowledges it. It returns when the pod's processes are gone
+// and the status is stored, or ctx ends.
+func (m *Manager) Evict(ctx context.Context, uid types.UID, grace time.Duration, message string) error {
+	m.mu.Lock()
+	m.evicted[uid] = message
+	m.mu.Unlock()
+	if p := m.get(uid); p != nil && m.cfg.Recorder != nil {
+		m.cfg.Recorder.PodEvent(p, corev1.EventTypeWarning, podstatus.ReasonEvicted, message)
+	}
+	if err := m.cfg.Runtime.KillPod(ctx, uid, grace); err != nil {
+		return fmt.Errorf("evict pod %s: %w", uid, err)
+	}
+	return m.postFinal(ctx, uid)
+}
+
+// postFinal writes the final status of a pod the agent stopped (shutdown,
+// eviction) until the API accepts it, retrying conflicts as the watch
+// brings the newer pod.
+func (m *Manager) postFinal(ctx context.Context, uid types.UID) error {
 	backoff := 100 * time.Millisecond
 	for {
 		pod := m.get(uid)
@@ -710,6 +767,7 @@ func (m *Manager) forget(uid types.UID) {
 	m.mu.Lock()
 	delete(m.rejected, uid)
 	delete(m.shutdown, uid)
+	delete(m.evicted, uid)
 	m.mu.Unlock()
 }
 

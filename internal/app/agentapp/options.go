@@ -26,14 +26,20 @@ import (
 
 // Options are the raw flag values.
 type Options struct {
-	Server     string
-	Token      string
-	TokenFile  string
-	DataDir    string
-	NodeName   string
-	NodeLabels map[string]string
-	NodeIPs    []string
-	ConfigFile string
+	Server    string
+	Token     string
+	TokenFile string
+	DataDir   string
+	NodeName  string
+	// HostnameOverride (--hostname-override) replaces the machine's
+	// hostname; only used when the flag is set.
+	HostnameOverride string
+	// RegisterSchedulable false registers the Node cordoned (upstream's
+	// deprecated --register-schedulable).
+	RegisterSchedulable bool
+	NodeLabels          map[string]string
+	NodeIPs             []string
+	ConfigFile          string
 	// Address and Port of the log endpoint the API server calls.
 	Address string
 	Port    int
@@ -42,6 +48,9 @@ type Options struct {
 	RegisterWithTaints        []string
 	MaxPods                   int32
 	NodeStatusUpdateFrequency time.Duration
+	// EvictionMonitoringPeriod is how often the eviction manager observes
+	// the node (nodeplane's own flag; the kubelet's period is a fixed 10 s).
+	EvictionMonitoringPeriod time.Duration
 	// Graceful node shutdown (override the KubeletConfiguration fields of
 	// the same names; nodeplane's default when neither sets them is 30 s,
 	// 10 s of it for critical pods).
@@ -81,8 +90,10 @@ func DefaultOptions() Options {
 		Address:                         "0.0.0.0",
 		Port:                            10250,
 		RegisterNode:                    true,
+		RegisterSchedulable:             true,
 		MaxPods:                         110,
 		NodeStatusUpdateFrequency:       10 * time.Second,
+		EvictionMonitoringPeriod:        10 * time.Second,
 		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
 		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
 		ShutdownLogind:                  "auto",
@@ -98,6 +109,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "File holding the join secret")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the agent's identity (certificate, key, CA) and pod state and logs")
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Node name (default: the host name, lower-cased); must be a DNS subdomain")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Use this hostname instead of the machine's (trimmed, lower-cased): the HostName address, the kubernetes.io/hostname label and, without --node-name, the node name")
+	fs.BoolVar(&o.RegisterSchedulable, "register-schedulable", o.RegisterSchedulable, "Register the node as schedulable; false registers it cordoned (spec.unschedulable and the node.kubernetes.io/unschedulable taint), first creation only")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels to add when registering, key=value,...; keys under kubernetes.io or k8s.io must be ones a node may set")
 	fs.StringSliceVar(&o.NodeIPs, "node-ip", o.NodeIPs, "IP address(es) of the node (one, or an IPv4,IPv6 pair); default: the address of the default-route interface")
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override its fields")
@@ -107,6 +120,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints to register the node with, key[=value]:Effect,... — first creation only (overrides registerWithTaints)")
 	fs.Int32Var(&o.MaxPods, "max-pods", o.MaxPods, "Most pods this node runs (overrides maxPods)")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node status is recomputed (overrides nodeStatusUpdateFrequency)")
+	fs.DurationVar(&o.EvictionMonitoringPeriod, "eviction-monitoring-period", o.EvictionMonitoringPeriod, "How often the eviction manager compares memory, disk and PID use with the eviction thresholds (nodeplane's own; the kubelet's is 10s)")
 	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", o.ShutdownGracePeriod, "Total time a graceful node shutdown may take; 0 turns graceful shutdown off (overrides shutdownGracePeriod)")
 	fs.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods, "Part of --shutdown-grace-period kept for critical pods (priority >= 2000000000) (overrides shutdownGracePeriodCriticalPods)")
 	fs.StringSliceVar(&o.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", o.ShutdownGracePeriodByPodPriority, "Shutdown budget per pod priority, priority=seconds,... (overrides shutdownGracePeriodByPodPriority; excludes the two flags above)")
@@ -177,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeStatusUpdateFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("--node-status-update-frequency must be > 0, got %v", o.NodeStatusUpdateFrequency))
+	}
+	if o.EvictionMonitoringPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--eviction-monitoring-period must be > 0, got %v", o.EvictionMonitoringPeriod))
 	}
 	if o.ShutdownGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %v", o.ShutdownGracePeriod))

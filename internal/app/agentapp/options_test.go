@@ -88,6 +88,7 @@ func TestValidate(t *testing.T) {
 			wantFlag: "--register-with-taints",
 		},
 		{name: "max pods of zero is refused", change: func(o *Options) { o.MaxPods = 0 }, wantFlag: "--max-pods"},
+		{name: "an eviction monitoring period of zero is refused", change: func(o *Options) { o.EvictionMonitoringPeriod = 0 }, wantFlag: "--eviction-monitoring-period"},
 		{name: "logind turned off is valid", change: func(o *Options) { o.ShutdownLogind = "off" }},
 		{name: "an unknown logind mode is refused", change: func(o *Options) { o.ShutdownLogind = "yes" }, wantFlag: "--shutdown-logind"},
 		{name: "an empty logind config dir is refused", change: func(o *Options) { o.LogindConfigDir = "" }, wantFlag: "--logind-config-dir"},

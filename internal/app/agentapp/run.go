@@ -25,7 +25,9 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/agent"
 	"github.com/nodeplane/nodeplane/internal/agent/config"
+	"github.com/nodeplane/nodeplane/internal/agent/eviction"
 	"github.com/nodeplane/nodeplane/internal/agent/host"
+	"github.com/nodeplane/nodeplane/internal/agent/runtime"
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
 	"github.com/nodeplane/nodeplane/internal/agent/shutdown/logind"
 	"github.com/nodeplane/nodeplane/internal/agent/volumes"
@@ -137,6 +139,9 @@ func Settings(o Options, changed func(string) bool) (config.Settings, error) {
 	if changed("node-status-update-frequency") {
 		s.NodeStatusUpdateFrequency = o.NodeStatusUpdateFrequency
 	}
+	if changed("eviction-monitoring-period") {
+		s.EvictionMonitoringPeriod = o.EvictionMonitoringPeriod
+	}
 	if err := s.Validate(); err != nil {
 		return s, err
 	}
@@ -188,7 +193,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
 	}
-	h := host.New(host.Config{Root: "/", DataDir: o.DataDir})
+	hcfg := host.Config{Root: "/", DataDir: o.DataDir}
+	if cfg.Changed != nil && cfg.Changed("hostname-override") {
+		hcfg.HostnameOverride = &o.HostnameOverride
+	}
+	h := host.New(hcfg)
 	nodeName, err := h.NodeName(o.NodeName)
 	if err != nil {
 		return err
@@ -279,27 +288,36 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	ag, err = agent.New(agent.Config{
-		NodeName:           nodeName,
-		Settings:           settings,
-		Labels:             o.NodeLabels,
-		NodeIPs:            nodeIPs,
-		Host:               h,
-		Runtime:            rt,
-		API:                api,
-		Volumes:            vols,
-		ClientCAs:          caPool,
-		ServingCertificate: id.ServingCertificate,
-		Listen:             net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
-		Clock:              cfg.Clock,
-		Logger:             log,
+		NodeName:              nodeName,
+		Settings:              settings,
+		Labels:                o.NodeLabels,
+		RegisterUnschedulable: !o.RegisterSchedulable,
+		NodeIPs:               nodeIPs,
+		Host:                  h,
+		Runtime:               rt,
+		API:                   api,
+		Volumes:               vols,
+		ClientCAs:             caPool,
+		ServingCertificate:    id.ServingCertificate,
+		Listen:                net.JoinHostPort(o.Address, strconv.Itoa(o.Port)),
+		Clock:                 cfg.Clock,
+		Logger:                log,
 		OnRepeatedFailure: func() {
 			// A half-dead connection must not carry the next heartbeat.
 			if c, ok := rc.Transport.(interface{ CloseIdleConnections() }); ok {
 				c.CloseIdleConnections()
 			}
 		},
-		StateDir: o.DataDir,
-		Metrics:  prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
+		StateDir:      o.DataDir,
+		Metrics:       prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
+		RuntimeHealth: agent.RuntimeHealth(filepath.Join(o.DataDir, "runtime", "pods"), exe),
+		Usage: &eviction.ProcUsage{Proc: "/proc", PodDirs: func(rs runtime.PodStatus) []string {
+			// A pod's disk use: its logs (runtime state) and emptyDir volumes.
+			return []string{
+				filepath.Join(o.DataDir, "runtime", "pods", string(rs.UID)),
+				filepath.Join(o.DataDir, "volumes", "pods", string(rs.UID), "volumes", "kubernetes.io~empty-dir"),
+			}
+		}},
 	})
 	if err != nil {
 		return err
