@@ -187,7 +187,7 @@ func TestZoneViewInTheBrowser(t *testing.T) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
 		// The cluster CA is not in the browser's store; the test checks
 		// the server's identity no further than the page itself does.
-		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1400, 1000))
+		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
@@ -200,7 +200,8 @@ func TestZoneViewInTheBrowser(t *testing.T) {
 		chromedp.Navigate(s.restConfig().Host+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS("#login-form")),
 		chromedp.SendKeys(chromedp.CSS("#token"), "zv-admin-token"),
-		chromedp.Submit(chromedp.CSS("#login-form")),
+		// A click, not form.submit(): the page signs in from the submit event.
+		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#zones")),
 	); err != nil {
 		t.Fatalf("sign in: %v", err)
