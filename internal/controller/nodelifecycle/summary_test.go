@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"testing"
@@ -45,8 +46,8 @@ func TestSummary(t *testing.T) {
 		check func(t *testing.T, s Summary)
 	}{
 		{
-			name: "a healthy cluster counts every node Ready in its zone",
-			run:  func(cl *cluster) { silence(cl, 10*time.Second, func(string) bool { return false }) },
+			name:  "a healthy cluster counts every node Ready in its zone",
+			run:   func(cl *cluster) { silence(cl, 10*time.Second, func(string) bool { return false }) },
 			worst: 3,
 			check: func(t *testing.T, s Summary) {
 				if s.Nodes != 12 || len(s.Zones) != 3 {
@@ -171,9 +172,14 @@ func BenchmarkSummary100k(b *testing.B) {
 	}
 	cl.monitor()
 	silence(cl, 60*time.Second, func(name string) bool { return name[len(name)-1]%3 == 0 })
+	data, err := json.Marshal(cl.core.Summary(cl.now, 20))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		_ = cl.core.Summary(cl.now, 20)
 	}
+	b.ReportMetric(float64(len(data)), "json-bytes")
 }
