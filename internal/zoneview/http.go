@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 )
 
 //go:embed static
@@ -38,14 +40,19 @@ func (a *Aggregator) serveZones(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveEvents streams the snapshot, then every new sample, as server-sent
-// events. Each write must finish within WriteTimeout, and a stream whose
+// events, to at most MaxSubscribers streams and MaxPerUser per user (the
+// user authn put on the request). Each write must finish within WriteTimeout, and a stream whose
 // queue overflows is ended, so a reader that does not read costs one
 // goroutine and Buffer samples until the next write deadline.
 func (a *Aggregator) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if !getOnly(w, r) {
 		return
 	}
-	sub, snapshot := a.subscribe()
+	user := ""
+	if u, ok := authn.UserFrom(r.Context()); ok {
+		user = u.Name
+	}
+	sub, snapshot := a.subscribe(user)
 	if sub == nil {
 		w.Header().Set("Retry-After", "5")
 		writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "too many zone view streams open, try again later")

@@ -44,6 +44,9 @@ type Config struct {
 	// MaxSubscribers bounds the open event streams; more get 429
 	// (default 32).
 	MaxSubscribers int
+	// MaxPerUser bounds one user's open event streams, so that one user
+	// cannot take every stream from the others (default 4).
+	MaxPerUser int
 	// WriteTimeout bounds each write to a subscriber (default 10 s).
 	WriteTimeout time.Duration
 	// KeepAlive is how often an idle stream gets a comment (default 15 s).
@@ -63,11 +66,14 @@ type Aggregator struct {
 	ring  [][]byte // encoded summaries, oldest at start
 	start int
 	subs  map[*subscriber]struct{}
+	// perUser counts the open streams of each user.
+	perUser map[string]int
 	// dropped counts subscribers disconnected for falling behind.
 	dropped int
 }
 
 type subscriber struct {
+	user string
 	ch   chan []byte
 	gone chan struct{} // closed when the aggregator drops the subscriber
 }
@@ -83,6 +89,9 @@ func New(cfg Config) *Aggregator {
 	if cfg.MaxSubscribers <= 0 {
 		cfg.MaxSubscribers = 32
 	}
+	if cfg.MaxPerUser <= 0 {
+		cfg.MaxPerUser = 4
+	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
@@ -92,7 +101,7 @@ func New(cfg Config) *Aggregator {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Aggregator{cfg: cfg, subs: map[*subscriber]struct{}{}}
+	return &Aggregator{cfg: cfg, subs: map[*subscriber]struct{}{}, perUser: map[string]int{}}
 }
 
 // Record implements nodelifecycle.SummarySink: it encodes s once, keeps it
@@ -139,6 +148,9 @@ func (a *Aggregator) Subscribers() int {
 func (a *Aggregator) dropLocked(sub *subscriber) {
 	if _, ok := a.subs[sub]; ok {
 		delete(a.subs, sub)
+		if a.perUser[sub.user]--; a.perUser[sub.user] <= 0 {
+			delete(a.perUser, sub.user)
+		}
 		close(sub.gone)
 	}
 }
@@ -158,16 +170,18 @@ func (a *Aggregator) snapshotLocked() []byte {
 	return b.Bytes()
 }
 
-// subscribe registers a subscriber and returns it with the snapshot it
-// starts from (nil when there are MaxSubscribers already).
-func (a *Aggregator) subscribe() (*subscriber, []byte) {
+// subscribe registers a subscriber for user and returns it with the
+// snapshot it starts from (nil when there are MaxSubscribers already, or
+// MaxPerUser of user's).
+func (a *Aggregator) subscribe(user string) (*subscriber, []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.subs) >= a.cfg.MaxSubscribers {
+	if len(a.subs) >= a.cfg.MaxSubscribers || a.perUser[user] >= a.cfg.MaxPerUser {
 		return nil, nil
 	}
-	sub := &subscriber{ch: make(chan []byte, a.cfg.Buffer), gone: make(chan struct{})}
+	sub := &subscriber{user: user, ch: make(chan []byte, a.cfg.Buffer), gone: make(chan struct{})}
 	a.subs[sub] = struct{}{}
+	a.perUser[user]++
 	return sub, a.snapshotLocked()
 }
 

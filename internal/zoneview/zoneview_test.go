@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 )
 
@@ -148,6 +149,70 @@ func TestEventsStreamTheSnapshotThenEachSample(t *testing.T) {
 		if err := json.Unmarshal([]byte(e[1]), &got); e[0] != "sample" || err != nil || got.Nodes != i {
 			t.Fatalf("event %v (%v), want sample %d", e, err, i)
 		}
+	}
+}
+
+// asUser puts the user named in the X-Test-User header on the request, as
+// the server's authentication does.
+func asUser(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := &authn.User{Name: r.Header.Get("X-Test-User")}
+		h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), u)))
+	})
+}
+
+// TestOneUserCannotTakeEveryStream: a user at MaxPerUser streams gets 429,
+// another user still gets a stream, and a closed stream frees its place.
+func TestOneUserCannotTakeEveryStream(t *testing.T) {
+	a := New(Config{MaxSubscribers: 10, MaxPerUser: 2})
+	srv := httptest.NewServer(asUser(a.API()))
+	defer srv.Close()
+	open := func(user string) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+EventsPath, nil)
+		req.Header.Set("X-Test-User", user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, cancel
+	}
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	for i := 0; i < 2; i++ {
+		resp, cancel := open("mallory")
+		cancels = append(cancels, cancel)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("mallory's stream %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, cancel := open("mallory")
+	cancel()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("mallory's third stream: %d, want 429", resp.StatusCode)
+	}
+	resp, cancel = open("alice")
+	cancels = append(cancels, cancel)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("alice while mallory holds her share: %d", resp.StatusCode)
+	}
+	cancels[0]()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Subscribers() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams after mallory closed one, want 2", a.Subscribers())
+		}
+		runtime.Gosched()
+	}
+	resp, cancel = open("mallory")
+	cancels = append(cancels, cancel)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("mallory after closing a stream: %d", resp.StatusCode)
 	}
 }
 
