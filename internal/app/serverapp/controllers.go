@@ -44,6 +44,8 @@ type controllerDeps struct {
 	clock    clock.WithTicker
 	logger   *slog.Logger
 	registry prometheus.Registerer
+	// summaries gets the node lifecycle controller's per-pass summaries.
+	summaries nodelifecycle.SummarySink
 }
 
 // buildControllers returns the enabled, implemented controllers, and the
@@ -67,6 +69,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 				LargeClusterSizeThreshold: d.opts.LargeClusterSizeThreshold,
 			},
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
+			Summaries: d.summaries,
 		})
 		if err != nil {
 			return nil, nil, err

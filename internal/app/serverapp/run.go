@@ -35,6 +35,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
 	"github.com/nodeplane/nodeplane/internal/version"
+	"github.com/nodeplane/nodeplane/internal/zoneview"
 )
 
 // Config is the validated server configuration.
@@ -157,6 +158,9 @@ type server struct {
 	// nlc is the node lifecycle controller, set once the listener's port is
 	// known, for the zones view.
 	nlc atomic.Pointer[nodelifecycle.Controller]
+	// zoneView keeps the node lifecycle controller's recent summaries for
+	// the browser view (/ui/).
+	zoneView *zoneview.Aggregator
 	// started turns true once the system namespaces exist: until then a
 	// client that trusts /readyz could find "default" missing.
 	started, shuttingDown atomic.Bool
@@ -170,6 +174,10 @@ func newServer(cfg Config) *server {
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}
+	s.zoneView = zoneview.New(zoneview.Config{Clock: s.clock, Leading: func() bool {
+		nlc := s.nlc.Load()
+		return nlc != nil && nlc.Leading()
+	}})
 	return s
 }
 
@@ -363,6 +371,7 @@ func (s *server) buildHandler() (http.Handler, error) {
 	mux.Handle(join.PathPrefix, withDeadline(s.joinServer, s.opts.RequestTimeout))
 	protected := http.NewServeMux()
 	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&s.nlc))
+	protected.Handle(zoneview.APIPrefix, s.zoneView.API())
 	protected.Handle(joinstate.Path, s.joinTokens)
 	protected.Handle(joinstate.Path+"/", s.joinTokens)
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
@@ -377,7 +386,13 @@ func (s *server) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 	protected.Handle("/", limited)
-	mux.Handle("/", authn.Middleware(authenticator, s.authorizer.NonResourceWith(s.api.Objects(), protected), authn.Unauthorized))
+	authed := authn.Middleware(authenticator, s.authorizer.NonResourceWith(s.api.Objects(), protected), authn.Unauthorized)
+	mux.Handle("/", authed)
+	// The zone view's page (no cluster data) is open to all, so that a
+	// browser can load its sign-in form; its data, under /ui/api/, is
+	// authenticated and authorized like every other non-resource path.
+	mux.Handle(zoneview.Prefix, zoneview.Assets())
+	mux.Handle(zoneview.APIPrefix, authed)
 	return mux, nil
 }
 
@@ -428,7 +443,7 @@ func (s *server) buildControllerSet(url string) (controllerSet, error) {
 	if err != nil {
 		return controllerSet{}, err
 	}
-	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg})
+	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg, summaries: s.zoneView})
 	if err != nil {
 		return controllerSet{}, err
 	}

@@ -44,7 +44,20 @@ type ShellConfig struct {
 	Clock    clock.WithTicker
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// Summaries, when set, gets a Summary after every monitor pass with
+	// the WorstNodes nodes longest without a heartbeat (default 20).
+	Summaries  SummarySink
+	WorstNodes int
 }
+
+// SummarySink takes the Summary of each monitor pass. Record must not
+// block: it is called from the monitor loop.
+type SummarySink interface {
+	Record(Summary)
+}
+
+// defaultWorstNodes is ShellConfig.WorstNodes when unset.
+const defaultWorstNodes = 20
 
 // Controller is the shell around Core: it feeds it the informers' nodes and
 // leases every monitor period with the freshness of that view, and carries
@@ -82,6 +95,9 @@ func NewController(cfg ShellConfig) (*Controller, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.WorstNodes <= 0 {
+		cfg.WorstNodes = defaultWorstNodes
 	}
 	cfg.Logger = cfg.Logger.With("controller", ControllerName)
 	zone := []string{"zone"}
@@ -204,6 +220,13 @@ func (c *Controller) View() (View, bool) {
 	return c.core.View(c.cfg.Clock.Now()), true
 }
 
+// Leading reports whether this server runs the controller now.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core != nil && c.leading
+}
+
 // probe asks storage for the current lease revision (a quorum read).
 func (c *Controller) probe(ctx context.Context) {
 	pctx, cancel := context.WithTimeout(ctx, c.cfg.Core.NodeMonitorPeriod)
@@ -239,7 +262,14 @@ func (c *Controller) monitorPass(ctx context.Context) {
 	c.fresh.Seen(c.leaseInf.LastSyncResourceVersion())
 	fresh, why := c.fresh.Fresh(now)
 	res := c.core.Monitor(now, fresh, obs)
+	var sum Summary
+	if c.cfg.Summaries != nil {
+		sum = c.core.Summary(now, c.cfg.WorstNodes)
+	}
 	c.mu.Unlock()
+	if c.cfg.Summaries != nil {
+		c.cfg.Summaries.Record(sum)
+	}
 	if !fresh {
 		c.cfg.Logger.Warn("view of node heartbeats is stale: marking no node unhealthy", "why", why)
 	}
