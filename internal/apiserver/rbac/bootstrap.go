@@ -56,6 +56,9 @@ func namespacedRules(verbs []string, withSubresourceWrites bool) []rbacv1.Policy
 var clusterReadRules = []rbacv1.PolicyRule{
 	{Verbs: readVerbs, APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status", "persistentvolumes"}},
 	{Verbs: readVerbs, APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments", "storageclasses"}},
+	// What metrics-server's system:aggregated-metrics-reader adds to view,
+	// edit and admin upstream (kubectl top).
+	{Verbs: readVerbs, APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods", "nodes"}},
 }
 
 // BootstrapClusterRoles are the default cluster roles the server creates
