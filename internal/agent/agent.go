@@ -258,9 +258,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.Metrics != nil {
 		metrics = promhttp.HandlerFor(a.cfg.Metrics, promhttp.HandlerOpts{})
 	}
+	usage, err := a.resourceMetrics()
+	if err != nil {
+		return err
+	}
 	logs, err := logserver.Listen(logserver.Config{
 		Listen: a.cfg.Listen, Runtime: a.cfg.Runtime, ClientCAs: a.cfg.ClientCAs,
-		Certificate: a.cfg.ServingCertificate, Metrics: metrics, Clock: a.cfg.Clock, Logger: a.cfg.Logger,
+		Certificate: a.cfg.ServingCertificate, Metrics: metrics, ResourceMetrics: usage,
+		Clock: a.cfg.Clock, Logger: a.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("log endpoint: %w", err)

@@ -89,7 +89,7 @@ func (s *Server) apiGroup(g groupInfo) metav1.APIGroup {
 // handlersOf returns the resources of a group-version sorted by name.
 func (s *Server) handlersOf(gv schema.GroupVersion) []*resourceHandler {
 	var out []*resourceHandler
-	for _, m := range []map[schema.GroupVersionResource]*resourceHandler{s.resources, s.reviews} {
+	for _, m := range []map[schema.GroupVersionResource]*resourceHandler{s.resources, s.reviews, s.usage} {
 		for gvr, h := range m {
 			if gvr.GroupVersion() == gv {
 				out = append(out, h)

@@ -208,7 +208,12 @@ func (s *Server) agentHost(r *http.Request, node string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read node %q: %w", node, err)
 	}
-	n := obj.(*corev1.Node)
+	return agentAddress(obj.(*corev1.Node))
+}
+
+// agentAddress is host:port of a node's agent: its InternalIP (else its
+// first address) and the port in status.daemonEndpoints.kubeletEndpoint.
+func agentAddress(n *corev1.Node) (string, error) {
 	addr := ""
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
@@ -220,11 +225,11 @@ func (s *Server) agentHost(r *http.Request, node string) (string, error) {
 		addr = n.Status.Addresses[0].Address
 	}
 	if addr == "" {
-		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q reports no address for its agent", node))
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q reports no address for its agent", n.Name))
 	}
 	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
 	if port <= 0 {
-		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q reports no agent port (status.daemonEndpoints.kubeletEndpoint.Port)", node))
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q reports no agent port (status.daemonEndpoints.kubeletEndpoint.Port)", n.Name))
 	}
 	return net.JoinHostPort(addr, strconv.Itoa(int(port))), nil
 }

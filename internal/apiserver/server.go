@@ -59,9 +59,12 @@ type Config struct {
 	// pki.Cluster.NodeServingClientTLS). pods/log never follows a redirect,
 	// whatever the client's policy. Nil makes pods/log answer 503.
 	NodeClient func(node string) *http.Client
-	Version    version.Info
-	Clock      clock.WithTicker
-	Logger     *slog.Logger
+	// ResourceUsage serves metrics.k8s.io/v1beta1 (NodeMetrics,
+	// PodMetrics; `kubectl top`). Nil: the group is not served.
+	ResourceUsage ResourceUsage
+	Version       version.Info
+	Clock         clock.WithTicker
+	Logger        *slog.Logger
 	// Metrics records request metrics (nil: none).
 	Metrics *Metrics
 	// BookmarkInterval is how often a watch asking for bookmarks gets one (default 1m).
@@ -88,6 +91,9 @@ type Server struct {
 	// reviews are the create-only access reviews (registry.Reviews),
 	// answered by the server's authorizer, never stored.
 	reviews map[schema.GroupVersionResource]*resourceHandler
+	// usage are metrics.k8s.io's NodeMetrics and PodMetrics (usage.go),
+	// present when Config.ResourceUsage is set.
+	usage map[schema.GroupVersionResource]*resourceHandler
 	// ordered group versions for discovery
 	groups     []groupInfo
 	namespaces *resourceHandler
@@ -136,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		resources: map[schema.GroupVersionResource]*resourceHandler{},
 		reviews:   map[schema.GroupVersionResource]*resourceHandler{},
+		usage:     map[schema.GroupVersionResource]*resourceHandler{},
 		stopping:  make(chan struct{}),
 	}
 	codec := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -201,6 +208,17 @@ func New(cfg Config) (*Server, error) {
 			groupOrder = append(groupOrder, g)
 		}
 		groupVersions[g].Insert(r.GroupVersion.Version)
+	}
+	if cfg.ResourceUsage != nil {
+		for _, r := range usageResources() {
+			s.usage[r.GroupVersion.WithResource(r.Resource)] = &resourceHandler{s: s, r: r, fieldNames: sets.New[string]()}
+			g := r.GroupVersion.Group
+			if groupVersions[g] == nil {
+				groupVersions[g] = sets.New[string]()
+				groupOrder = append(groupOrder, g)
+			}
+			groupVersions[g].Insert(r.GroupVersion.Version)
+		}
 	}
 	for _, g := range groupOrder {
 		s.groups = append(s.groups, groupInfo{Group: g, Versions: sets.List(groupVersions[g])})
@@ -269,6 +287,9 @@ func (s *Server) isNamespaced(group, ver, resource string) bool {
 	if !ok {
 		h, ok = s.reviews[gvr]
 	}
+	if !ok {
+		h, ok = s.usage[gvr]
+	}
 	return ok && h.r.Namespaced
 }
 
@@ -296,6 +317,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 	if h, ok := s.reviews[gvr]; ok {
 		h.review(w, r, info)
+		return
+	}
+	if h, ok := s.usage[gvr]; ok {
+		h.serveUsage(w, r, info)
 		return
 	}
 	h, ok := s.resources[gvr]

@@ -5,7 +5,8 @@
 // sinceSeconds).
 //
 // It also serves the agent's own metrics at GET /metrics (Prometheus text
-// format), as the kubelet does on the same port.
+// format), as the kubelet does on the same port, and the resource usage of
+// the node and its pods at GET /metrics/resource (package resourcemetrics).
 //
 // Callers authenticate with a client certificate issued by the cluster CA
 // (a caller without one gets 401; a certificate from another CA fails the
@@ -52,8 +53,12 @@ type Config struct {
 	Certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Metrics serves GET /metrics (nil: 404).
 	Metrics http.Handler
-	Clock   clock.PassiveClock
-	Logger  *slog.Logger
+	// ResourceMetrics serves GET /metrics/resource, the pods' and node's
+	// CPU and memory (package resourcemetrics; nil: 404), to the same
+	// callers as Metrics.
+	ResourceMetrics http.Handler
+	Clock           clock.PassiveClock
+	Logger          *slog.Logger
 }
 
 // Server is the agent's HTTPS endpoint.
@@ -84,6 +89,9 @@ func Listen(cfg Config) (*Server, error) {
 	mux.Handle("GET /healthz", s.authorize("read logs", mayReadLogs, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })))
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", s.authorize("read metrics", mayReadMetrics, cfg.Metrics))
+	}
+	if cfg.ResourceMetrics != nil {
+		mux.Handle("GET /metrics/resource", s.authorize("read metrics", mayReadMetrics, cfg.ResourceMetrics))
 	}
 	s.srv = &http.Server{
 		Handler: authenticate(mux),

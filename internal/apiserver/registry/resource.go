@@ -100,6 +100,9 @@ type Resource struct {
 	// CreateOnly marks a resource that is answered, not stored (the
 	// access reviews): it has no storage, no list kind and only "create".
 	CreateOnly bool
+	// ReadOnly marks a resource that is computed, not stored (the
+	// metrics.k8s.io usage): only "get" and "list".
+	ReadOnly bool
 }
 
 // GVK is the resource's kind.
@@ -127,6 +130,9 @@ func (r *Resource) Subresource(name string) (Subresource, bool) {
 func (r *Resource) Verbs() []string {
 	if r.CreateOnly {
 		return []string{"create"}
+	}
+	if r.ReadOnly {
+		return []string{"get", "list"}
 	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }

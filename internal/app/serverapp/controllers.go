@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
+	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
@@ -80,6 +81,9 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		out = append(out, tainteviction.NewController(tainteviction.Config{
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))
+	}
+	if sel.Enabled(clusterroleaggregation.ControllerName) {
+		out = append(out, clusterroleaggregation.NewController(clusterroleaggregation.Config{Client: d.client, Logger: d.logger}))
 	}
 	if sel.Enabled(podgc.ControllerName) {
 		core := podgc.DefaultConfig()

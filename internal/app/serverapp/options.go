@@ -47,6 +47,9 @@ type Options struct {
 	ShutdownDelay      time.Duration
 	BookmarkInterval   time.Duration
 	EventTTL           time.Duration
+	// MetricResolution is how often the agents are asked for resource
+	// usage (metrics.k8s.io, kubectl top), as metrics-server's flag.
+	MetricResolution time.Duration
 
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
@@ -186,6 +189,7 @@ func DefaultOptions() Options {
 		ShutdownTimeout:                     30 * time.Second,
 		BookmarkInterval:                    time.Minute,
 		EventTTL:                            time.Hour,
+		MetricResolution:                    15 * time.Second,
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
 		RequestTimeout:                      time.Minute,
@@ -216,6 +220,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request may take, reading its body included, before it is answered 504 Timeout; watches and pod logs are exempt (see --min-request-timeout)")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "A watch without timeoutSeconds is ended (the client resumes it) after a random time between this many seconds and twice that")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
+	fs.DurationVar(&o.MetricResolution, "metric-resolution", o.MetricResolution, "The resolution at which the agents are scraped for resource usage (metrics.k8s.io, kubectl top); CPU is the rate between two scrapes")
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often a watch that allows bookmarks receives one")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, keep serving this long with /readyz failing so load balancers stop sending requests before the listener closes")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a stop waits for in-flight requests to finish")
@@ -254,6 +259,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MinRequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--min-request-timeout must be > 0, got %d", o.MinRequestTimeout))
+	}
+	if o.MetricResolution < time.Second {
+		errs = append(errs, fmt.Errorf("--metric-resolution must be at least 1s, got %v", o.MetricResolution))
 	}
 	if o.EventTTL < 0 || (o.EventTTL > 0 && o.EventTTL < time.Second) {
 		errs = append(errs, fmt.Errorf("--event-ttl must be 0 or at least 1s, got %v", o.EventTTL))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/apiserver/scraper"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
@@ -154,7 +156,9 @@ type server struct {
 
 	authorizer *authz.Authorizer
 	api        *apiserver.Server
-	docs       *openapi.Documents
+	// usage scrapes the agents for metrics.k8s.io (kubectl top).
+	usage *scraper.Scraper
+	docs  *openapi.Documents
 	// nlc is the node lifecycle controller, set once the listener's port is
 	// known, for the zones view.
 	nlc atomic.Pointer[nodelifecycle.Controller]
@@ -299,6 +303,16 @@ func (s *server) buildAPI() error {
 	resources := registry.All()
 	o := s.opts
 	s.authorizer = authz.New(authz.Config{Modes: s.opts.AuthorizationModes})
+	s.usage, err = scraper.New(scraper.Config{
+		Resolution: o.MetricResolution,
+		Targets:    func(ctx context.Context) ([]scraper.Target, error) { return s.api.AgentTargets(ctx) },
+		Client:     nodeClient,
+		Clock:      s.clock,
+		Logger:     s.log.With("component", "resource-metrics"),
+	})
+	if err != nil {
+		return err
+	}
 	s.api, err = apiserver.New(apiserver.Config{
 		Storage:          s.store,
 		StorageOverrides: s.overrides,
@@ -311,12 +325,13 @@ func (s *server) buildAPI() error {
 			admission.NodeRestriction{},
 			admission.TaintNodesByCondition{},
 		},
-		Authorizer: s.authorizer,
-		NodeClient: nodeClient,
-		Version:    version.Info(),
-		Clock:      s.clock,
-		Logger:     s.log,
-		Metrics:    apiserver.NewMetrics(s.reg),
+		Authorizer:    s.authorizer,
+		NodeClient:    nodeClient,
+		ResourceUsage: s.usage,
+		Version:       version.Info(),
+		Clock:         s.clock,
+		Logger:        s.log,
+		Metrics:       apiserver.NewMetrics(s.reg),
 
 		BookmarkInterval: o.BookmarkInterval,
 		MinWatchTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,
@@ -338,7 +353,11 @@ func (s *server) startAPI(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); s.usage.Run(ctx) }()
 		s.api.Run(ctx)
+		wg.Wait()
 	}()
 	return func() {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
@@ -30,7 +31,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 		nodelifecycle.ControllerName, tainteviction.ControllerName, podgc.ControllerName,
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
 		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, statefulset.ControllerName, scheduler.Name,
-		persistentvolume.ControllerName, attachdetach.ControllerName,
+		persistentvolume.ControllerName, attachdetach.ControllerName, clusterroleaggregation.ControllerName,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {

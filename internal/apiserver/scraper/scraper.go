@@ -1,0 +1,180 @@
+// Package scraper collects the resource usage that the API server serves as
+// metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics: `kubectl top`). Every
+// Config.Resolution (--metric-resolution, 15 s by default as
+// metrics-server) it asks each node's agent for GET /metrics/resource,
+// keeps the last two answers per node and turns them into CPU rates
+// (Rates, a pure function) and memory working sets.
+//
+// It runs on every API server, leader or not: it only reads agents and
+// keeps its results in memory, so each server answers from its own view.
+// It reaches agents as pods/log does: the address a Node reports and the
+// server's kubelet-client certificate, accepting only that node's serving
+// certificate, never following a redirect.
+package scraper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Target is one agent to scrape: the node's name and the agent's host:port.
+type Target struct {
+	Node string
+	Host string
+}
+
+// Config configures a Scraper.
+type Config struct {
+	// Resolution is the interval between scrapes (default 15 s).
+	Resolution time.Duration
+	// Timeout bounds one node's scrape (default: Resolution, at most 10 s).
+	Timeout time.Duration
+	// Targets lists the agents to scrape now.
+	Targets func(ctx context.Context) ([]Target, error)
+	// Client returns the HTTP client that reaches node's agent.
+	Client func(node string) *http.Client
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// Scraper keeps the latest usage of every node and pod.
+type Scraper struct {
+	cfg Config
+
+	mu    sync.RWMutex
+	last  map[string]Scrape // by node
+	nodes map[string]Usage
+	pods  map[PodRef]PodUsage
+}
+
+// New returns a Scraper; Run starts it.
+func New(cfg Config) (*Scraper, error) {
+	if cfg.Targets == nil || cfg.Client == nil {
+		return nil, errors.New("scraper: Targets and Client are required")
+	}
+	if cfg.Resolution <= 0 {
+		cfg.Resolution = 15 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = min(cfg.Resolution, 10*time.Second)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Scraper{cfg: cfg, last: map[string]Scrape{}, nodes: map[string]Usage{}, pods: map[PodRef]PodUsage{}}, nil
+}
+
+// Run scrapes at once and then every Resolution until ctx ends.
+func (s *Scraper) Run(ctx context.Context) {
+	t := s.cfg.Clock.NewTicker(s.cfg.Resolution)
+	defer t.Stop()
+	for {
+		s.ScrapeOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// ScrapeOnce scrapes every target once, in parallel, and updates the
+// results. A node that is not a target any more, or whose scrape failed,
+// loses its results (stale numbers are worse than none).
+func (s *Scraper) ScrapeOnce(ctx context.Context) {
+	targets, err := s.cfg.Targets(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn("resource metrics: cannot list nodes", "err", err)
+		return
+	}
+	results := make([]*Scrape, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc, err := s.scrape(ctx, t)
+			if err != nil {
+				s.cfg.Logger.Info("resource metrics: scrape failed", "node", t.Node, "err", err)
+				return
+			}
+			results[i] = &sc
+		}()
+	}
+	wg.Wait()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := map[string]Scrape{}
+	nodes := map[string]Usage{}
+	pods := map[PodRef]PodUsage{}
+	for i, t := range targets {
+		cur := results[i]
+		if cur == nil {
+			continue
+		}
+		last[t.Node] = *cur
+		prev, ok := s.last[t.Node]
+		if !ok {
+			continue
+		}
+		node, podUsage := Rates(prev, *cur)
+		if node != nil {
+			nodes[t.Node] = *node
+		}
+		for ref, u := range podUsage {
+			pods[ref] = u
+		}
+	}
+	s.last, s.nodes, s.pods = last, nodes, pods
+}
+
+func (s *Scraper) scrape(ctx context.Context, t Target) (Scrape, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	u := url.URL{Scheme: "https", Host: t.Host, Path: "/metrics/resource"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return Scrape{}, err
+	}
+	c := *s.cfg.Client(t.Node)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		return Scrape{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return Scrape{}, fmt.Errorf("agent answered %s: %s", resp.Status, body)
+	}
+	return Parse(io.LimitReader(resp.Body, 16<<20), s.cfg.Clock.Now())
+}
+
+// Node returns the usage of node, if known.
+func (s *Scraper) Node(node string) (Usage, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.nodes[node]
+	return u, ok
+}
+
+// Pod returns the usage of a pod, if known.
+func (s *Scraper) Pod(namespace, name string) (PodUsage, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.pods[PodRef{Namespace: namespace, Name: name}]
+	return u, ok
+}

@@ -1,0 +1,79 @@
+package scraper
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestScrapeOnce drives the scraper against a real HTTPS agent stand-in
+// whose counters advance by one CPU-second per 2 s of sample time.
+func TestScrapeOnce(t *testing.T) {
+	var n atomic.Int64
+	var failing atomic.Bool
+	agent := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics/resource" {
+			http.Error(w, "wrong path "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		if failing.Load() {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		i := n.Add(1)
+		ts := int64(1700000000000) + i*2000
+		fmt.Fprintf(w, "node_cpu_usage_seconds_total %d %d\nnode_memory_working_set_bytes 1000 %d\n", i, ts, ts)
+		fmt.Fprintf(w, "container_cpu_usage_seconds_total{container=\"c\",namespace=\"ns\",pod=\"p\"} %d %d\n", 2*i, ts)
+		fmt.Fprintf(w, "container_memory_working_set_bytes{container=\"c\",namespace=\"ns\",pod=\"p\"} 10 %d\n", ts)
+	}))
+	defer agent.Close()
+	redirector := httptest.NewTLSServer(http.RedirectHandler(agent.URL+"/metrics/resource", http.StatusFound))
+	defer redirector.Close()
+
+	host := strings.TrimPrefix(agent.URL, "https://")
+	targets := []Target{{Node: "n1", Host: host}, {Node: "evil", Host: strings.TrimPrefix(redirector.URL, "https://")}}
+	s, err := New(Config{
+		Resolution: time.Second,
+		Targets:    func(context.Context) ([]Target, error) { return targets, nil },
+		Client:     func(string) *http.Client { return agent.Client() },
+		Clock:      clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	s.ScrapeOnce(ctx)
+	if _, ok := s.Node("n1"); ok {
+		t.Error("usage after one scrape, want none until two samples")
+	}
+	s.ScrapeOnce(ctx)
+	u, ok := s.Node("n1")
+	if !ok || math.Abs(u.CPU-0.5) > 1e-9 || u.Window != 2*time.Second || u.Memory != 1000 {
+		t.Errorf("node usage %+v %v, want 0.5 cores over 2s", u, ok)
+	}
+	p, ok := s.Pod("ns", "p")
+	if !ok || len(p.Containers) != 1 || math.Abs(p.Containers[0].CPU-1) > 1e-9 {
+		t.Errorf("pod usage %+v %v, want 1 core", p, ok)
+	}
+	if _, ok := s.Node("evil"); ok {
+		t.Error("a redirecting agent has usage: the redirect was followed")
+	}
+
+	failing.Store(true)
+	s.ScrapeOnce(ctx)
+	if _, ok := s.Node("n1"); ok {
+		t.Error("a node whose scrape failed keeps its old usage")
+	}
+	if _, ok := s.Pod("ns", "p"); ok {
+		t.Error("a pod on a node whose scrape failed keeps its old usage")
+	}
+}
