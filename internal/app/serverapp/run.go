@@ -405,7 +405,8 @@ func (s *server) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 	protected.Handle("/", limited)
-	authed := authn.Middleware(authenticator, s.authorizer.NonResourceWith(s.api.Objects(), protected), authn.Unauthorized)
+	authed := authn.Middleware(authenticator,
+		s.authorizer.Impersonation(s.api.Objects(), s.authorizer.NonResourceWith(s.api.Objects(), protected)), authn.Unauthorized)
 	mux.Handle("/", authed)
 	// The zone view's page (no cluster data) is open to all, so that a
 	// browser can load its sign-in form; its data, under /ui/api/, is
