@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/openapi"
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
@@ -65,6 +67,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := s.loadCredentials(); err != nil {
+		return err
+	}
+	cloudCtx, stopCloud := context.WithCancel(context.Background())
+	defer stopCloud()
+	if err := s.buildCloud(cloudCtx); err != nil {
 		return err
 	}
 	closeStorage, err := s.openStores(ctx)
@@ -157,6 +164,10 @@ type server struct {
 	// nlc is the node lifecycle controller, set once the listener's port is
 	// known, for the zones view.
 	nlc atomic.Pointer[nodelifecycle.Controller]
+	// cloud is the --cloud-provider (nil: none, or external), and cnlc its
+	// lifecycle controller for the zones view.
+	cloud cloudprovider.Interface
+	cnlc  atomic.Pointer[cloudnodelifecycle.Controller]
 	// started turns true once the system namespaces exist: until then a
 	// client that trusts /readyz could find "default" missing.
 	started, shuttingDown atomic.Bool
@@ -362,7 +373,7 @@ func (s *server) buildHandler() (http.Handler, error) {
 	// checks the join secret (or, to renew, the node's certificate) itself.
 	mux.Handle(join.PathPrefix, withDeadline(s.joinServer, s.opts.RequestTimeout))
 	protected := http.NewServeMux()
-	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&s.nlc))
+	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&s.nlc, &s.cnlc))
 	protected.Handle(joinstate.Path, s.joinTokens)
 	protected.Handle(joinstate.Path+"/", s.joinTokens)
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
@@ -428,11 +439,12 @@ func (s *server) buildControllerSet(url string) (controllerSet, error) {
 	if err != nil {
 		return controllerSet{}, err
 	}
-	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg})
+	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg, cloud: s.cloud})
 	if err != nil {
 		return controllerSet{}, err
 	}
-	s.nlc.Store(lifecycle)
+	s.nlc.Store(lifecycle.nlc)
+	s.cnlc.Store(lifecycle.cnlc)
 	s.joinNodes.SetClient(client)
 	return controllerSet{client: client, controllers: controllers}, nil
 }
