@@ -59,9 +59,12 @@ type Config struct {
 	RegisterUnschedulable bool
 	// NodeIPs from --node-ip (empty: detected).
 	NodeIPs []net.IP
-	Host    *host.Host
-	Runtime runtime.Runtime
-	API     API
+	// ExternalCloudProvider (--cloud-provider=external): the cloud node
+	// controller owns the Node's addresses once it has set them.
+	ExternalCloudProvider bool
+	Host                  *host.Host
+	Runtime               runtime.Runtime
+	API                   API
 	// ClientCAs verifies the API server when it fetches logs.
 	ClientCAs *x509.CertPool
 	// ServingCertificate returns the log endpoint's certificate (the
@@ -423,6 +426,7 @@ func (a *Agent) observe(context.Context) (nodestatus.Observation, error) {
 	}
 	a.addresses.Store(&addrs)
 	obs.Addresses = addrs
+	obs.ExternalCloudProvider = a.cfg.ExternalCloudProvider
 	if a.logs != nil {
 		obs.DaemonPort = a.logs.Port()
 	}

@@ -28,6 +28,10 @@ type Observation struct {
 	// NodeInfo carries kernel, OS image, IDs, architecture and versions.
 	NodeInfo  corev1.NodeSystemInfo
 	Addresses []corev1.NodeAddress
+	// ExternalCloudProvider (--cloud-provider=external): once the Node has
+	// addresses they are the cloud node controller's, and Addresses only
+	// fills in a Node that has none (as the kubelet does).
+	ExternalCloudProvider bool
 	// DaemonPort is where the agent serves logs (status.daemonEndpoints).
 	DaemonPort int32
 	// Pressure from the eviction signals against evictionHard.
@@ -86,7 +90,9 @@ func Compute(node *corev1.Node, obs Observation, now time.Time) (corev1.NodeStat
 	var events []Event
 	nowT := metav1.NewTime(now)
 
-	status.Addresses = append([]corev1.NodeAddress(nil), obs.Addresses...)
+	if !obs.ExternalCloudProvider || len(status.Addresses) == 0 {
+		status.Addresses = append([]corev1.NodeAddress(nil), obs.Addresses...)
+	}
 	status.Capacity = obs.Capacity.DeepCopy()
 	status.Allocatable = obs.Allocatable.DeepCopy()
 

@@ -414,3 +414,28 @@ func TestStatusPatchCarriesVolumesInUseButNeverVolumesAttached(t *testing.T) {
 		t.Errorf("volumesInUse = %v (present %v), want an explicit null", v, ok)
 	}
 }
+
+func TestAddressesWithAnExternalCloudProvider(t *testing.T) {
+	cloudSet := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.17.0.5"}}
+	tests := []struct {
+		name     string
+		existing []corev1.NodeAddress
+		external bool
+		want     []corev1.NodeAddress
+	}{
+		{"without a cloud provider the agent's addresses replace the node's", cloudSet, false, healthy().Addresses},
+		{"with an external cloud provider the controller's addresses are kept", cloudSet, true, cloudSet},
+		{"with an external cloud provider a node without addresses gets the agent's", nil, true, healthy().Addresses},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: tt.existing}}
+			obs := healthy()
+			obs.ExternalCloudProvider = tt.external
+			status, _ := Compute(node, obs, t0)
+			if !reflect.DeepEqual(status.Addresses, tt.want) {
+				t.Errorf("addresses %v, want %v", status.Addresses, tt.want)
+			}
+		})
+	}
+}

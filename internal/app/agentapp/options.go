@@ -44,8 +44,10 @@ type Options struct {
 	Address string
 	Port    int
 	// Flags that override KubeletConfiguration fields when set.
-	RegisterNode              bool
-	RegisterWithTaints        []string
+	RegisterNode       bool
+	RegisterWithTaints []string
+	// CloudProvider is --cloud-provider: "" or external.
+	CloudProvider             string
 	MaxPods                   int32
 	NodeStatusUpdateFrequency time.Duration
 	// EvictionMonitoringPeriod is how often the eviction manager observes
@@ -75,6 +77,13 @@ type Options struct {
 
 	Logging logging.Options
 }
+
+// --cloud-provider=external and the taint it registers the Node with
+// (SPEC KUB-2).
+const (
+	CloudProviderExternal = "external"
+	TaintUninitialized    = "node.cloudprovider.kubernetes.io/uninitialized"
+)
 
 // nodeplane's graceful shutdown defaults, used when neither the config
 // file nor a flag sets any of the shutdown fields (upstream's are 0: off).
@@ -118,6 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", o.Port, "Port of the log endpoint; 0 picks a free one (published in the Node's status.daemonEndpoints)")
 	fs.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "Create the Node object; false waits for an admin-created Node of this name (overrides registerNode)")
 	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints to register the node with, key[=value]:Effect,... — first creation only (overrides registerWithTaints)")
+	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "external: the node is initialised by a cloud node controller (the server's --cloud-provider, or a cloud-controller-manager): it registers with the taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule and keeps the addresses the controller sets; empty: none")
 	fs.Int32Var(&o.MaxPods, "max-pods", o.MaxPods, "Most pods this node runs (overrides maxPods)")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node status is recomputed (overrides nodeStatusUpdateFrequency)")
 	fs.DurationVar(&o.EvictionMonitoringPeriod, "eviction-monitoring-period", o.EvictionMonitoringPeriod, "How often the eviction manager compares memory, disk and PID use with the eviction thresholds (nodeplane's own; the kubelet's is 10s)")
@@ -185,6 +195,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := ParseTaints(o.RegisterWithTaints); err != nil {
 		errs = append(errs, fmt.Errorf("--register-with-taints: %w", err))
+	}
+	if o.CloudProvider != "" && o.CloudProvider != CloudProviderExternal {
+		errs = append(errs, fmt.Errorf("--cloud-provider %q: want %q or empty (the agent has no in-tree cloud providers)", o.CloudProvider, CloudProviderExternal))
 	}
 	if o.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("--max-pods must be > 0, got %d", o.MaxPods))

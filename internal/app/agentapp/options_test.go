@@ -49,6 +49,8 @@ func TestValidate(t *testing.T) {
 			wantFlag: "--token-file",
 		},
 		{name: "an empty data dir is refused", change: func(o *Options) { o.DataDir = " " }, wantFlag: "--data-dir"},
+		{name: "--cloud-provider=external is valid", change: func(o *Options) { o.CloudProvider = "external" }},
+		{name: "an in-tree cloud provider is refused", change: func(o *Options) { o.CloudProvider = "aws" }, wantFlag: "--cloud-provider"},
 		{name: "one node IP is valid", change: func(o *Options) { o.NodeIPs = []string{"10.0.0.5"} }},
 		{name: "an IPv4 and IPv6 node IP pair is valid", change: func(o *Options) { o.NodeIPs = []string{"10.0.0.5", "fd00::5"} }},
 		{name: "a node IP that is not an address is refused", change: func(o *Options) { o.NodeIPs = []string{"10.0.0.300"} }, wantFlag: "--node-ip"},
@@ -274,6 +276,24 @@ registerWithTaints: [{key: dedicated, value: infra, effect: NoSchedule}]
 				s.MaxPods, s.RegisterNode = 50, false
 				s.RegisterWithTaints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 				s.NodeStatusUpdateFrequency, s.NodeStatusReportFrequency = 5*time.Second, 20*time.Second
+			},
+		},
+		{
+			name: "--cloud-provider=external adds the uninitialized taint to the file's taints",
+			file: fileBody,
+			args: []string{"--cloud-provider=external"},
+			want: func(s *config.Settings) {
+				s.MaxPods, s.RegisterNode = 50, false
+				s.RegisterWithTaints = append(append([]corev1.Taint(nil), fileTaints...),
+					corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule})
+				s.NodeStatusUpdateFrequency, s.NodeStatusReportFrequency = 20*time.Second, 20*time.Second
+			},
+		},
+		{
+			name: "--cloud-provider=external does not add the taint twice",
+			args: []string{"--cloud-provider=external", "--register-with-taints=node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"},
+			want: func(s *config.Settings) {
+				s.RegisterWithTaints = []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 			},
 		},
 		{

@@ -11,12 +11,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -132,6 +134,9 @@ func Settings(o Options, changed func(string) bool) (config.Settings, error) {
 			return s, fmt.Errorf("--register-with-taints: %w", err)
 		}
 		s.RegisterWithTaints = taints
+	}
+	if o.CloudProvider == CloudProviderExternal && !slices.ContainsFunc(s.RegisterWithTaints, func(t corev1.Taint) bool { return t.Key == TaintUninitialized }) {
+		s.RegisterWithTaints = append(s.RegisterWithTaints, corev1.Taint{Key: TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 	}
 	if changed("max-pods") {
 		s.MaxPods = o.MaxPods
@@ -293,6 +298,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Labels:                o.NodeLabels,
 		RegisterUnschedulable: !o.RegisterSchedulable,
 		NodeIPs:               nodeIPs,
+		ExternalCloudProvider: o.CloudProvider == CloudProviderExternal,
 		Host:                  h,
 		Runtime:               rt,
 		API:                   api,

@@ -16,10 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
+	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
@@ -47,14 +49,23 @@ type controllerDeps struct {
 	registry prometheus.Registerer
 	// summaries gets the node lifecycle controller's per-pass summaries.
 	summaries nodelifecycle.SummarySink
+	// cloud is the provider of --cloud-provider, nil when none runs here.
+	cloud cloudprovider.Interface
+}
+
+// builtViews are the controllers the zones view reads (nil when disabled).
+type builtViews struct {
+	nlc  *nodelifecycle.Controller
+	cnlc *cloudnodelifecycle.Controller
 }
 
 // buildControllers returns the enabled, implemented controllers, and the
-// node lifecycle controller among them (nil when disabled) for the zones view.
-func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Controller, error) {
+// lifecycle controllers among them (nil when disabled) for the zones view.
+func buildControllers(d controllerDeps) ([]manager.Controller, builtViews, error) {
+	var views builtViews
 	sel, err := manager.ParseSelection(d.opts.Enabled)
 	if err != nil {
-		return nil, nil, err
+		return nil, views, err
 	}
 	var out []manager.Controller
 	var nlc *nodelifecycle.Controller
@@ -73,7 +84,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 			Summaries: d.summaries,
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, views, err
 		}
 		out = append(out, nlc)
 	}
@@ -98,7 +109,7 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 		// system:kube-controller-manager and system:kube-scheduler alike).
 		sched, err := scheduler.New(scheduler.Config{Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry})
 		if err != nil {
-			return nil, nil, err
+			return nil, views, err
 		}
 		out = append(out, manager.Adapt(sched))
 	}
@@ -140,7 +151,13 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))
 	}
-	return out, nlc, nil
+	cloudControllers, cnlc, err := buildCloudControllers(d, sel)
+	if err != nil {
+		return nil, views, err
+	}
+	out = append(out, cloudControllers...)
+	views.nlc, views.cnlc = nlc, cnlc
+	return out, views, nil
 }
 
 // controllerClient is the controllers' own client, and a metadata-only
@@ -202,11 +219,16 @@ func identity() string {
 
 // zonesHandler serves the node lifecycle controller's live view
 // (`nodeplane zones`).
-func zonesHandler(controller *atomic.Pointer[nodelifecycle.Controller]) http.Handler {
+func zonesHandler(controller *atomic.Pointer[nodelifecycle.Controller], cloud *atomic.Pointer[cloudnodelifecycle.Controller]) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var resp nodelifecycle.ViewResponse
 		if nlc := controller.Load(); nlc != nil {
 			resp.View, resp.Leading = nlc.View()
+		}
+		if c := cloud.Load(); c != nil && resp.Leading {
+			for _, st := range c.States() {
+				resp.Cloud = append(resp.Cloud, nodelifecycle.CloudNodeState(st))
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(resp)

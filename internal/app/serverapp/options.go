@@ -98,6 +98,9 @@ type Controllers struct {
 	// SharedVolumeRoot (nodeplane-only): where the server reaches the
 	// nodeplane.io/shared-dir volumes, if it does.
 	SharedVolumeRoot string
+
+	// Cloud: --cloud-provider and the cloud controllers' flags.
+	Cloud Cloud
 }
 
 // DefaultControllers are the upstream defaults.
@@ -109,6 +112,7 @@ func DefaultControllers() Controllers {
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
 		TerminatedPodGCThreshold: 12500, PodGCPeriod: 20 * time.Second,
 		PVClaimBinderSyncPeriod: 15 * time.Second, AttachDetachReconcileSyncPeriod: time.Minute, MaxWaitForUnmount: 6 * time.Minute,
+		Cloud: DefaultCloud(),
 	}
 }
 
@@ -134,6 +138,7 @@ func (c *Controllers) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.DisableForceDetachOnTimeout, "disable-force-detach-on-timeout", c.DisableForceDetachOnTimeout, "Never force-detach a volume still mounted on an unhealthy node when the unmount wait runs out; such volumes are then detached only through the node.kubernetes.io/out-of-service taint")
 	fs.DurationVar(&c.MaxWaitForUnmount, "max-wait-for-unmount-duration", c.MaxWaitForUnmount, "nodeplane-only, for tests: how long the attach/detach controller waits for an unhealthy node to unmount a volume before force-detaching it (upstream: fixed at 6m)")
 	fs.StringVar(&c.SharedVolumeRoot, "shared-volume-root", c.SharedVolumeRoot, "nodeplane-only: where this server reaches the nodeplane.io/shared-dir volume root; when set, provisioning creates each volume's directory and deleting a provisioned volume removes it (empty: agents create directories on first mount and deleted volumes' data stays)")
+	c.Cloud.AddFlags(fs)
 }
 
 // Validate names the flag at fault.
@@ -171,6 +176,7 @@ func (c *Controllers) Validate() []error {
 	if c.MaxWaitForUnmount <= 0 {
 		errs = append(errs, fmt.Errorf("--max-wait-for-unmount-duration must be > 0, got %v", c.MaxWaitForUnmount))
 	}
+	errs = append(errs, c.Cloud.Validate()...)
 	if c.LargeClusterSizeThreshold < 0 || c.TerminatedPodGCThreshold < 0 {
 		errs = append(errs, fmt.Errorf("--large-cluster-size-threshold and --terminated-pod-gc-threshold must be >= 0, got %d and %d", c.LargeClusterSizeThreshold, c.TerminatedPodGCThreshold))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
@@ -28,6 +29,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scraper"
+	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/join"
@@ -68,6 +70,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := s.loadCredentials(); err != nil {
+		return err
+	}
+	cloudCtx, stopCloud := context.WithCancel(context.Background())
+	defer stopCloud()
+	if err := s.buildCloud(cloudCtx); err != nil {
 		return err
 	}
 	closeStorage, err := s.openStores(ctx)
@@ -165,6 +172,10 @@ type server struct {
 	// zoneView keeps the node lifecycle controller's recent summaries for
 	// the browser view (/ui/).
 	zoneView *zoneview.Aggregator
+	// cloud is the --cloud-provider (nil: none, or external), and cnlc its
+	// lifecycle controller for the zones view.
+	cloud cloudprovider.Interface
+	cnlc  atomic.Pointer[cloudnodelifecycle.Controller]
 	// started turns true once the system namespaces exist: until then a
 	// client that trusts /readyz could find "default" missing.
 	started, shuttingDown atomic.Bool
@@ -389,7 +400,7 @@ func (s *server) buildHandler() (http.Handler, error) {
 	// checks the join secret (or, to renew, the node's certificate) itself.
 	mux.Handle(join.PathPrefix, withDeadline(s.joinServer, s.opts.RequestTimeout))
 	protected := http.NewServeMux()
-	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&s.nlc))
+	protected.Handle(nodelifecycle.ViewPath, zonesHandler(&s.nlc, &s.cnlc))
 	protected.Handle(zoneview.APIPrefix, s.zoneView.API())
 	protected.Handle(joinstate.Path, s.joinTokens)
 	protected.Handle(joinstate.Path+"/", s.joinTokens)
@@ -463,11 +474,12 @@ func (s *server) buildControllerSet(url string) (controllerSet, error) {
 	if err != nil {
 		return controllerSet{}, err
 	}
-	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg, summaries: s.zoneView})
+	controllers, lifecycle, err := buildControllers(controllerDeps{opts: s.opts.Controllers, client: client, metadata: md, clock: s.clock, logger: s.log, registry: s.reg, summaries: s.zoneView, cloud: s.cloud})
 	if err != nil {
 		return controllerSet{}, err
 	}
-	s.nlc.Store(lifecycle)
+	s.nlc.Store(lifecycle.nlc)
+	s.cnlc.Store(lifecycle.cnlc)
 	s.joinNodes.SetClient(client)
 	return controllerSet{client: client, controllers: controllers}, nil
 }

@@ -1,7 +1,8 @@
 // Package zonesapp is `nodeplane zones`: the node lifecycle controller's
 // live view (zone states, sizes, unhealthy counts, taint rates, queued
-// nodes, time since each node's last heartbeat), read from the leading
-// server's /debug/nodeplane/zones.
+// nodes, time since each node's last heartbeat), and, when the server runs
+// a cloud provider, each node's provider state and automatic fencing
+// decision, read from the leading server's /debug/nodeplane/zones.
 package zonesapp
 
 import (
@@ -87,6 +88,24 @@ func Print(w io.Writer, r Response, nodes bool) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.Cloud) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tPROVIDER\tFENCING")
+		for _, c := range r.Cloud {
+			state := orDash(c.Provider)
+			if c.Provider == "" {
+				state = "- (Ready: not asked)"
+			}
+			if c.Error != "" {
+				state += ": " + c.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Node, state, orDash(c.Fencing))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if !nodes {
 		return nil

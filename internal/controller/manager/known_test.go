@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
+	"github.com/nodeplane/nodeplane/internal/controller/cloudnode"
+	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
@@ -32,6 +34,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
 		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, statefulset.ControllerName, scheduler.Name,
 		persistentvolume.ControllerName, attachdetach.ControllerName, clusterroleaggregation.ControllerName,
+		cloudnode.ControllerName, cloudnodelifecycle.ControllerName,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {

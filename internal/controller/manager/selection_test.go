@@ -27,8 +27,8 @@ func TestParseSelection(t *testing.T) {
 			wantErr: []string{`"frobnicate-controller" is not in the list of known controllers`}},
 		{name: "an upstream controller nodeplane does not build yet is an error", values: []string{"node-ipam-controller"},
 			wantErr: []string{`"node-ipam-controller" is not in the list of known controllers`}},
-		{name: "every bad name is named, with the flag and the known list", values: []string{"node-ipam-controller", "*", "cloud-node-controller", "ttl-after-finished-controller"},
-			wantErr: []string{"--controllers:", `"node-ipam-controller"`, `"cloud-node-controller"`, `"ttl-after-finished-controller"`, "disruption-controller"}},
+		{name: "every bad name is named, with the flag and the known list", values: []string{"node-ipam-controller", "*", "route-controller", "ttl-after-finished-controller"},
+			wantErr: []string{"--controllers:", `"node-ipam-controller"`, `"route-controller"`, `"ttl-after-finished-controller"`, "disruption-controller"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,6 +16,20 @@ type ViewResponse struct {
 	Leading bool   `json:"leading"`
 	Leader  string `json:"leader,omitempty"`
 	View    View   `json:"view"`
+	// Cloud is each node's cloud provider answer and fencing decision (the
+	// cloud-node-lifecycle-controller's last pass), when a provider runs.
+	Cloud []CloudNodeState `json:"cloud,omitempty"`
+}
+
+// CloudNodeState is one node's line of ViewResponse.Cloud.
+type CloudNodeState struct {
+	Node string `json:"node"`
+	// Provider: running, shutdown, missing, error, or empty when the node
+	// is Ready (the provider is not asked).
+	Provider string `json:"provider,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Fencing is the automatic fencing decision in words.
+	Fencing string `json:"fencing,omitempty"`
 }
 
 // View is the live picture behind `nodeplane zones` and
