@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
-	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
 	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
+	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"

@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
 	"github.com/nodeplane/nodeplane/internal/controller/cloudnode"
 	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
+	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
 	"github.com/nodeplane/nodeplane/internal/controller/daemonset"
 	"github.com/nodeplane/nodeplane/internal/controller/deployment"
 	"github.com/nodeplane/nodeplane/internal/controller/disruption"
