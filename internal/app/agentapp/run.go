@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -249,11 +250,21 @@ func Run(ctx context.Context, cfg Config) error {
 			ag.Notify(uid)
 		}
 	}
+	// The runtime starts before the agent exists (it adopts running pods);
+	// until then containers learn no pod ranges.
+	var agentRef atomic.Pointer[agent.Agent]
+	podCIDRs := func() []string {
+		if a := agentRef.Load(); a != nil {
+			return a.PodCIDRs()
+		}
+		return nil
+	}
 	rt, err := process.New(process.Config{
 		StateDir:    filepath.Join(o.DataDir, "runtime"),
 		ShimCommand: []string{exe, ShimCommandName},
 		NodeName:    nodeName,
 		NodeIP:      nodeIP,
+		PodCIDRs:    podCIDRs,
 		Clock:       cfg.Clock,
 		Logger:      log,
 		Notify:      notify,
@@ -304,6 +315,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	agentRef.Store(ag)
 	return runAgent(ctx, ag, o, log)
 }
 

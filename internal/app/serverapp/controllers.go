@@ -25,6 +25,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/namespace"
+	"github.com/nodeplane/nodeplane/internal/controller/nodeipam"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
@@ -133,7 +134,25 @@ func buildControllers(d controllerDeps) ([]manager.Controller, *nodelifecycle.Co
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))
 	}
+	if d.opts.ipamEnabled(sel) {
+		ipam, err := buildNodeIPAM(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, ipam)
+	}
 	return out, nlc, nil
+}
+
+// buildNodeIPAM builds the node-ipam-controller (SPEC §6).
+func buildNodeIPAM(d controllerDeps) (*nodeipam.Controller, error) {
+	cfg, err := d.opts.IPAM.Parse()
+	if err != nil {
+		return nil, err
+	}
+	return nodeipam.NewController(nodeipam.ShellConfig{
+		IPAM: cfg, Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
+	})
 }
 
 // controllerClient is the controllers' own client, and a metadata-only

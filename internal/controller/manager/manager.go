@@ -181,7 +181,7 @@ func runTerm(ctx context.Context, cfg Config) {
 // kube-controller-manager names (SPEC P1-2); --controllers accepts only
 // these. A name is added here in the same change that builds the controller
 // (internal/app/serverapp/controllers.go), so an upstream controller
-// nodeplane does not run yet (node-ipam-controller, the cloud controllers)
+// nodeplane does not run yet (the cloud controllers)
 // is refused at start-up rather than
 // silently doing nothing.
 var Known = []string{
@@ -189,6 +189,7 @@ var Known = []string{
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
 	"disruption-controller", "namespace-controller", "statefulset-controller", "scheduler",
 	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller",
+	"node-ipam-controller",
 }
 
 // Selection is a parsed --controllers value.
