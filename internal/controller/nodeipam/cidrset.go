@@ -83,10 +83,17 @@ func (s *cidrSet) allocateNext() (netip.Prefix, error) {
 		return netip.Prefix{}, ErrNoCIDRs
 	}
 	candidate, tries := s.next, 0
-	for ; tries < s.max; tries++ {
+	for tries < s.max {
+		// A whole word of used blocks is passed over at once.
+		if w := candidate / 64; candidate%64 == 0 && candidate+64 <= s.max && w < len(s.used) && s.used[w] == ^uint64(0) {
+			tries += 64
+			candidate = (candidate + 64) % s.max
+			continue
+		}
 		if !s.bit(candidate) {
 			break
 		}
+		tries++
 		candidate = (candidate + 1) % s.max
 	}
 	s.next = (candidate + 1) % s.max
