@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -319,7 +320,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		ReflectNode(ctx, a.cfg.API.Core, a.cfg.NodeName, Handlers[*corev1.Node]{
-			Upsert: func(n *corev1.Node) { a.node.Store(n); a.manager.NodeChanged() },
+			Upsert: func(n *corev1.Node) { a.storeNode(n); a.manager.NodeChanged() },
 			Delete: presence.Deleted,
 			Replace: func(ns []*corev1.Node) {
 				a.replaceNode(ns)
@@ -365,9 +366,29 @@ func (a *Agent) Renewer() *lease.Renewer { return a.renewer }
 func (a *Agent) replaceNode(ns []*corev1.Node) {
 	for _, n := range ns {
 		if n.Name == a.cfg.NodeName {
-			a.node.Store(n)
+			a.storeNode(n)
 		}
 	}
+}
+
+// storeNode keeps the node as last seen. A change of spec.podCIDRs (the
+// node IPAM controller assigned them) is reported at once: like the
+// kubelet's, the next status update counts it as a change (SPEC IPAM-8).
+func (a *Agent) storeNode(n *corev1.Node) {
+	old := a.node.Swap(n)
+	if old != nil && !slices.Equal(old.Spec.PodCIDRs, n.Spec.PodCIDRs) {
+		a.cfg.Logger.Info("node pod CIDRs changed", "node", n.Name, "podCIDRs", n.Spec.PodCIDRs)
+		a.updater.ReportNow()
+	}
+}
+
+// PodCIDRs returns the node's spec.podCIDRs as last seen (nil before the
+// node is registered or while it has none).
+func (a *Agent) PodCIDRs() []string {
+	if n := a.node.Load(); n != nil {
+		return n.Spec.PodCIDRs
+	}
+	return nil
 }
 
 func (a *Agent) cachedNode() (*corev1.Node, bool) {

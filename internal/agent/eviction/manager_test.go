@@ -103,4 +103,3 @@ func evictionsCounted(t *testing.T, reg *prometheus.Registry, signal string) flo
 	}
 	return -1
 }
-

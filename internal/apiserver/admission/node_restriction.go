@@ -293,6 +293,11 @@ func admitNode(node string, a Attributes) error {
 		if len(n.Status.VolumesAttached) > 0 {
 			return forbidden(a, "node %q is not allowed to set status.volumesAttached", node)
 		}
+		// The node IPAM controller owns spec.podCIDR(s) (SPEC IPAM-6):
+		// stricter than upstream, a node may not claim a range itself.
+		if n.Spec.PodCIDR != "" || len(n.Spec.PodCIDRs) > 0 {
+			return forbidden(a, "node %q is not allowed to set spec.podCIDR or spec.podCIDRs", node)
+		}
 		keys := make([]string, 0, len(n.Labels))
 		for k := range n.Labels {
 			keys = append(keys, k)
@@ -321,6 +326,9 @@ func admitNode(node string, a Attributes) error {
 		// elsewhere. Stricter than upstream, which trusts the kubelet here.
 		if !equality.Semantic.DeepEqual(old.Status.VolumesAttached, n.Status.VolumesAttached) {
 			return forbidden(a, "node %q is not allowed to modify status.volumesAttached", node)
+		}
+		if old.Spec.PodCIDR != n.Spec.PodCIDR || !equality.Semantic.DeepEqual(old.Spec.PodCIDRs, n.Spec.PodCIDRs) {
+			return forbidden(a, "node %q is not allowed to modify spec.podCIDR or spec.podCIDRs", node)
 		}
 		if bad := nodelabels.Forbidden(modifiedLabels(old.Labels, n.Labels)); len(bad) > 0 {
 			return forbidden(a, "node %q is not allowed to modify labels: %s", node, strings.Join(bad, ", "))

@@ -178,6 +178,25 @@ func TestNodeRestriction(t *testing.T) {
 			n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/nodeplane.io/shared-dir^v1"}}
 			return n
 		}()}, `node "a" is not allowed to set status.volumesAttached`},
+		{"a node may not register with a pod CIDR", asNode("a"), Attributes{Operation: Create, Resource: nodes, Object: func() *corev1.Node {
+			n := node("a", nil)
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.9.0/24", []string{"10.244.9.0/24"}
+			return n
+		}()}, `node "a" is not allowed to set spec.podCIDR or spec.podCIDRs`},
+		{"a node may not give itself pod CIDRs the IPAM controller has not", asNode("a"), Attributes{Operation: Update, Resource: nodes, Name: "a", Object: func() *corev1.Node {
+			n := node("a", nil)
+			n.Spec.PodCIDRs = []string{"10.244.9.0/24"}
+			return n
+		}(), OldObject: node("a", nil)}, `node "a" is not allowed to modify spec.podCIDR or spec.podCIDRs`},
+		{"a node keeps the pod CIDRs it was given", asNode("a"), Attributes{Operation: Update, Resource: nodes, Name: "a", Object: func() *corev1.Node {
+			n := node("a", map[string]string{"rack": "r2"})
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.9.0/24", []string{"10.244.9.0/24"}
+			return n
+		}(), OldObject: func() *corev1.Node {
+			n := node("a", nil)
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.9.0/24", []string{"10.244.9.0/24"}
+			return n
+		}()}, ""},
 		{"a node reports its volumes in use", asNode("a"), Attributes{Operation: Update, Resource: nodes, Subresource: "status", Name: "a", Object: func() *corev1.Node {
 			n := node("a", nil)
 			n.Status.VolumesInUse = []corev1.UniqueVolumeName{"kubernetes.io/csi/nodeplane.io/shared-dir^v1"}

@@ -60,4 +60,3 @@ func TestMarkersReachTheSchemas(t *testing.T) {
 		})
 	}
 }
-

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -263,11 +264,21 @@ func Run(ctx context.Context, cfg Config) error {
 			ag.Notify(uid)
 		}
 	}
+	// The runtime starts before the agent exists (it adopts running pods);
+	// until then containers learn no pod ranges.
+	var agentRef atomic.Pointer[agent.Agent]
+	podCIDRs := func() []string {
+		if a := agentRef.Load(); a != nil {
+			return a.PodCIDRs()
+		}
+		return nil
+	}
 	rt, err := process.New(process.Config{
 		StateDir:    filepath.Join(o.DataDir, "runtime"),
 		ShimCommand: []string{exe, ShimCommandName},
 		NodeName:    nodeName,
 		NodeIP:      nodeIP,
+		PodCIDRs:    podCIDRs,
 		Clock:       cfg.Clock,
 		Logger:      log,
 		Notify:      notify,
@@ -328,6 +339,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	agentRef.Store(ag)
 	return runAgent(ctx, ag, o, log)
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/namespace"
+	"github.com/nodeplane/nodeplane/internal/controller/nodeipam"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
@@ -151,6 +152,13 @@ func buildControllers(d controllerDeps) ([]manager.Controller, builtViews, error
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))
 	}
+	if d.opts.ipamEnabled(sel) {
+		ipam, err := buildNodeIPAM(d)
+		if err != nil {
+			return nil, views, err
+		}
+		out = append(out, ipam)
+	}
 	cloudControllers, cnlc, err := buildCloudControllers(d, sel)
 	if err != nil {
 		return nil, views, err
@@ -158,6 +166,17 @@ func buildControllers(d controllerDeps) ([]manager.Controller, builtViews, error
 	out = append(out, cloudControllers...)
 	views.nlc, views.cnlc = nlc, cnlc
 	return out, views, nil
+}
+
+// buildNodeIPAM builds the node-ipam-controller (SPEC §6).
+func buildNodeIPAM(d controllerDeps) (*nodeipam.Controller, error) {
+	cfg, err := d.opts.IPAM.Parse()
+	if err != nil {
+		return nil, err
+	}
+	return nodeipam.NewController(nodeipam.ShellConfig{
+		IPAM: cfg, Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
+	})
 }
 
 // controllerClient is the controllers' own client, and a metadata-only

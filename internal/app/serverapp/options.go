@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
+	"github.com/nodeplane/nodeplane/internal/controller/nodeipam"
 	"github.com/nodeplane/nodeplane/internal/logging"
 )
 
@@ -101,6 +102,9 @@ type Controllers struct {
 
 	// Cloud: --cloud-provider and the cloud controllers' flags.
 	Cloud Cloud
+	// IPAM are the node IPAM controller's flags (--allocate-node-cidrs,
+	// --cluster-cidr, ...).
+	IPAM nodeipam.Options
 }
 
 // DefaultControllers are the upstream defaults.
@@ -113,6 +117,7 @@ func DefaultControllers() Controllers {
 		TerminatedPodGCThreshold: 12500, PodGCPeriod: 20 * time.Second,
 		PVClaimBinderSyncPeriod: 15 * time.Second, AttachDetachReconcileSyncPeriod: time.Minute, MaxWaitForUnmount: 6 * time.Minute,
 		Cloud: DefaultCloud(),
+		IPAM:  nodeipam.DefaultOptions(),
 	}
 }
 
@@ -137,15 +142,41 @@ func (c *Controllers) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.AttachDetachReconcileSyncPeriod, "attach-detach-reconcile-sync-period", c.AttachDetachReconcileSyncPeriod, "Accepted for compatibility (must be >= 1s): see --disable-attach-detach-reconcile-sync")
 	fs.BoolVar(&c.DisableForceDetachOnTimeout, "disable-force-detach-on-timeout", c.DisableForceDetachOnTimeout, "Never force-detach a volume still mounted on an unhealthy node when the unmount wait runs out; such volumes are then detached only through the node.kubernetes.io/out-of-service taint")
 	fs.DurationVar(&c.MaxWaitForUnmount, "max-wait-for-unmount-duration", c.MaxWaitForUnmount, "nodeplane-only, for tests: how long the attach/detach controller waits for an unhealthy node to unmount a volume before force-detaching it (upstream: fixed at 6m)")
+	c.addIPAMFlags(fs)
 	fs.StringVar(&c.SharedVolumeRoot, "shared-volume-root", c.SharedVolumeRoot, "nodeplane-only: where this server reaches the nodeplane.io/shared-dir volume root; when set, provisioning creates each volume's directory and deleting a provisioned volume removes it (empty: agents create directories on first mount and deleted volumes' data stays)")
 	c.Cloud.AddFlags(fs)
+}
+
+// addIPAMFlags registers the node IPAM controller's flags.
+func (c *Controllers) addIPAMFlags(fs *pflag.FlagSet) {
+	o := &c.IPAM
+	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Should CIDRs for Pods be allocated and set on the cloud provider. (node-ipam-controller: give each Node spec.podCIDRs from --cluster-cidr)")
+	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType, "Type of CIDR allocator to use (nodeplane implements RangeAllocator)")
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR Range for Pods in cluster. Requires --allocate-node-cidrs to be true; one range, or an IPv4,IPv6 pair for dual stack")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Range for Services in cluster (at most an IPv4,IPv6 pair); the node IPAM controller never gives these addresses to nodes. Requires --allocate-node-cidrs to be true")
+	fs.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", o.NodeCIDRMaskSize, "Mask size for node cidr in cluster. Default is 24 for IPv4 and 64 for IPv6.")
+	fs.IntVar(&o.NodeCIDRMaskSizeIPv4, "node-cidr-mask-size-ipv4", o.NodeCIDRMaskSizeIPv4, "Mask size for IPv4 node cidr in dual-stack cluster. Default is 24.")
+	fs.IntVar(&o.NodeCIDRMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeCIDRMaskSizeIPv6, "Mask size for IPv6 node cidr in dual-stack cluster. Default is 64.")
+}
+
+// ipamEnabled: the node IPAM controller runs only with
+// --allocate-node-cidrs and when --controllers selects it (SPEC IPAM-1).
+func (c *Controllers) ipamEnabled(sel manager.Selection) bool {
+	return c.IPAM.AllocateNodeCIDRs && sel.Enabled(nodeipam.ControllerName)
 }
 
 // Validate names the flag at fault.
 func (c *Controllers) Validate() []error {
 	var errs []error
-	if _, err := manager.ParseSelection(c.Enabled); err != nil {
+	sel, err := manager.ParseSelection(c.Enabled)
+	if err != nil {
 		errs = append(errs, err)
+	}
+	errs = append(errs, c.IPAM.Validate()...)
+	if err == nil && c.ipamEnabled(sel) {
+		if _, perr := c.IPAM.Parse(); perr != nil && len(c.IPAM.Validate()) == 0 {
+			errs = append(errs, perr)
+		}
 	}
 	if c.LeaderElect && (c.LeaseDuration <= c.RenewDeadline || c.RenewDeadline <= c.RetryPeriod || c.RetryPeriod <= 0) {
 		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must exceed --leader-elect-renew-deadline (%v), which must exceed --leader-elect-retry-period (%v) > 0", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))

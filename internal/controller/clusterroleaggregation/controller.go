@@ -126,4 +126,3 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	c.cfg.Logger.Info("aggregated cluster role", "clusterrole", name, "rules", len(rules))
 	return nil
 }
-

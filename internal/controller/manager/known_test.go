@@ -13,6 +13,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/garbagecollector"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/namespace"
+	"github.com/nodeplane/nodeplane/internal/controller/nodeipam"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/podgc"
 	"github.com/nodeplane/nodeplane/internal/controller/replicaset"
@@ -35,6 +36,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, statefulset.ControllerName, scheduler.Name,
 		persistentvolume.ControllerName, attachdetach.ControllerName, clusterroleaggregation.ControllerName,
 		cloudnode.ControllerName, cloudnodelifecycle.ControllerName,
+		nodeipam.ControllerName,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {

@@ -181,9 +181,8 @@ func runTerm(ctx context.Context, cfg Config) {
 // kube-controller-manager names (SPEC P1-2); --controllers accepts only
 // these. A name is added here in the same change that builds the controller
 // (internal/app/serverapp/controllers.go), so an upstream controller
-// nodeplane does not run yet (node-ipam-controller)
-// is refused at start-up rather than
-// silently doing nothing.
+// nodeplane does not run yet (route-controller, for one) is refused at
+// start-up rather than silently doing nothing.
 var Known = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
@@ -191,6 +190,7 @@ var Known = []string{
 	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller",
 	"clusterrole-aggregation-controller",
 	"cloud-node-controller", "cloud-node-lifecycle-controller",
+	"node-ipam-controller",
 }
 
 // Selection is a parsed --controllers value.

@@ -25,10 +25,10 @@ func TestParseSelection(t *testing.T) {
 			wantErr: []string{`"frobnicate-controller" is not in the list of known controllers`}},
 		{name: "an unknown name after a minus is an error naming it", values: []string{"*", "-frobnicate-controller"},
 			wantErr: []string{`"frobnicate-controller" is not in the list of known controllers`}},
-		{name: "an upstream controller nodeplane does not build yet is an error", values: []string{"node-ipam-controller"},
-			wantErr: []string{`"node-ipam-controller" is not in the list of known controllers`}},
-		{name: "every bad name is named, with the flag and the known list", values: []string{"node-ipam-controller", "*", "route-controller", "ttl-after-finished-controller"},
-			wantErr: []string{"--controllers:", `"node-ipam-controller"`, `"route-controller"`, `"ttl-after-finished-controller"`, "disruption-controller"}},
+		{name: "an upstream controller nodeplane does not build yet is an error", values: []string{"endpointslice-controller"},
+			wantErr: []string{`"endpointslice-controller" is not in the list of known controllers`}},
+		{name: "every bad name is named, with the flag and the known list", values: []string{"endpointslice-controller", "*", "route-controller", "ttl-after-finished-controller"},
+			wantErr: []string{"--controllers:", `"endpointslice-controller"`, `"route-controller"`, `"ttl-after-finished-controller"`, "disruption-controller"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -37,8 +37,8 @@ func (e *configError) Error() string { return e.msg }
 // executable that cannot be found is returned as an *exec.Error, whose text
 // is what a Kubernetes user sees from runc
 // (`exec: "nosuch": executable file not found in $PATH`).
-func resolveLaunch(pod *corev1.Pod, c *corev1.Container, nodeIP, agentPath, agentHome string) (launch, error) {
-	env, err := containerEnv(pod, c, nodeIP, agentPath, agentHome)
+func resolveLaunch(pod *corev1.Pod, c *corev1.Container, host hostEnv) (launch, error) {
+	env, err := containerEnv(pod, c, host)
 	if err != nil {
 		return launch{}, err
 	}
@@ -117,19 +117,43 @@ func executable(p string) error {
 	return nil
 }
 
+// Environment variables that tell a pod its node's pod address ranges
+// (spec.podCIDR and spec.podCIDRs, comma-separated), set when the node has
+// them. Processes share the node's network, so a pod that hands out
+// addresses of its own (a CNI-like helper, a VM or network namespace
+// launcher) takes them from these ranges.
+const (
+	EnvPodCIDR  = "NODEPLANE_POD_CIDR"
+	EnvPodCIDRs = "NODEPLANE_POD_CIDRS"
+)
+
+// hostEnv is what the node contributes to a container's environment.
+type hostEnv struct {
+	nodeIP, path, home string
+	// podCIDRs are the node's spec.podCIDRs when the container starts.
+	podCIDRs []string
+}
+
 // containerEnv is the process environment: PATH and HOME of the agent,
-// HOSTNAME = pod name (as in a pod), then the spec's env in order (later
-// entries win), values expanded against the variables defined before them.
-// The agent's other variables are not passed on.
-func containerEnv(pod *corev1.Pod, c *corev1.Container, nodeIP, agentPath, agentHome string) ([]string, error) {
+// HOSTNAME = pod name (as in a pod), NODEPLANE_POD_CIDR(S) when the node
+// has pod ranges, then the spec's env in order (later entries win), values
+// expanded against the variables defined before them. The agent's other
+// variables are not passed on.
+func containerEnv(pod *corev1.Pod, c *corev1.Container, host hostEnv) ([]string, error) {
+	nodeIP, agentPath := host.nodeIP, host.path
 	if agentPath == "" {
 		agentPath = defaultPath
 	}
 	names := []string{"PATH", "HOSTNAME"}
 	vars := map[string]string{"PATH": agentPath, "HOSTNAME": pod.Name}
-	if agentHome != "" {
+	if host.home != "" {
 		names = append(names, "HOME")
-		vars["HOME"] = agentHome
+		vars["HOME"] = host.home
+	}
+	if len(host.podCIDRs) > 0 {
+		names = append(names, EnvPodCIDR, EnvPodCIDRs)
+		vars[EnvPodCIDR] = host.podCIDRs[0]
+		vars[EnvPodCIDRs] = strings.Join(host.podCIDRs, ",")
 	}
 	for _, e := range c.Env {
 		var v string

@@ -57,6 +57,9 @@ type Config struct {
 	// status.podIP fieldRefs (processes share the node's network).
 	NodeName string
 	NodeIP   string
+	// PodCIDRs, when set, returns the node's spec.podCIDRs; a container
+	// started while the node has them gets NODEPLANE_POD_CIDR(S).
+	PodCIDRs func() []string
 	// Clock drives polling, back-off and kill grace periods (default: real).
 	Clock clock.WithTicker
 	// Logger (default: slog.Default()).
@@ -295,7 +298,11 @@ func (r *Runtime) finish(p *pod, c *container, ex exitInfo, now time.Time) {
 
 // start launches the next instance of c (called with p.mu held).
 func (r *Runtime) start(p *pod, c *container, now time.Time) {
-	l, err := resolveLaunch(p.spec, &c.spec, r.cfg.NodeIP, r.agentPath, r.agentHome)
+	host := hostEnv{nodeIP: r.cfg.NodeIP, path: r.agentPath, home: r.agentHome}
+	if r.cfg.PodCIDRs != nil {
+		host.podCIDRs = r.cfg.PodCIDRs()
+	}
+	l, err := resolveLaunch(p.spec, &c.spec, host)
 	var cfgErr *configError
 	if errors.As(err, &cfgErr) {
 		c.configErr = cfgErr.msg
