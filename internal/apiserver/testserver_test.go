@@ -26,10 +26,15 @@ import (
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newStorage starts an etcd member that stops with the test.
-func newStorage(t *testing.T) storage.Interface {
+func newStorage(t testing.TB) storage.Interface { return startStorage(t, false) }
+
+// startStorage starts an etcd member that stops with the test; noFsync
+// starts it like the server's soft-state lease member (no WAL fsync).
+func startStorage(t testing.TB, noFsync bool) storage.Interface {
 	t.Helper()
 	cfg := etcd.DefaultEmbeddedConfig()
 	cfg.Dir = t.TempDir()
+	cfg.UnsafeNoFsync = noFsync
 	cfg.Logger = quietLogger()
 	cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
 	cfg.WatchProgressNotifyInterval = 100 * time.Millisecond
@@ -50,7 +55,7 @@ func newStorage(t *testing.T) storage.Interface {
 // newTestServer builds a server over new storage (unless cfg has one)
 // with every resource, starts its caches and waits until it is ready and
 // the system namespaces exist. The handler authenticates from test headers.
-func newTestServer(t *testing.T, cfg Config) (*Server, http.Handler) {
+func newTestServer(t testing.TB, cfg Config) (*Server, http.Handler) {
 	t.Helper()
 	if cfg.Storage == nil {
 		cfg.Storage = newStorage(t)
