@@ -28,16 +28,20 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // newStorage starts an etcd member that stops with the test.
 func newStorage(t testing.TB) storage.Interface { return startStorage(t, false) }
 
-// startStorage starts an etcd member that stops with the test; noFsync
-// starts it like the server's soft-state lease member (no WAL fsync).
-func startStorage(t testing.TB, noFsync bool) storage.Interface {
+// startStorage starts an etcd member that stops with the test: with fast
+// raft and watch-progress timing for tests, or, if soft, configured like
+// the server's soft-state lease member (default timing, no WAL fsync).
+func startStorage(t testing.TB, soft bool) storage.Interface {
 	t.Helper()
 	cfg := etcd.DefaultEmbeddedConfig()
 	cfg.Dir = t.TempDir()
-	cfg.UnsafeNoFsync = noFsync
 	cfg.Logger = quietLogger()
-	cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
-	cfg.WatchProgressNotifyInterval = 100 * time.Millisecond
+	if soft {
+		cfg.UnsafeNoFsync = true
+	} else {
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
+		cfg.WatchProgressNotifyInterval = 100 * time.Millisecond
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m, err := etcd.StartEmbedded(ctx, cfg)
