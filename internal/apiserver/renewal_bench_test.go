@@ -26,8 +26,8 @@ import (
 // handler chain, in process, without TLS or HTTP/2: a node identity (a
 // verified client certificate system:node:<n>, as agents present) PUTs
 // its Lease in kube-node-lease as protobuf, built from the object the
-// previous renewal returned. The chain is the one serverapp builds:
-// authn.Middleware(ClientCert) → the Node,RBAC authorizer's non-resource
+// previous renewal returned, accepting protobuf or JSON as agents do. The
+// chain is the one serverapp builds: authn.Middleware(ClientCert) → the Node,RBAC authorizer's non-resource
 // check → LimitInFlight (flow control seat, request deadline) → Server
 // (authorization, decode, admission plugins, validation, protobuf encode,
 // etcd compare-and-swap, response encode) over an etcd member without
@@ -81,7 +81,7 @@ func BenchmarkLeaseRenewal(b *testing.B) {
 		req := httptest.NewRequest(method, path, &body)
 		req.TLS = connState
 		req.Header.Set("Content-Type", mediaProtobuf)
-		req.Header.Set("Accept", mediaProtobuf)
+		req.Header.Set("Accept", mediaProtobuf+",application/json") // as agents send
 		return &benchWriter{header: http.Header{}, body: make([]byte, 0, 1024)}, req
 	}
 	decode := func(rec *benchWriter, want int) *coordinationv1.Lease {
