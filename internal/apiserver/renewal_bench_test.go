@@ -27,8 +27,8 @@ import (
 // verified client certificate system:node:<n>, as agents present) PUTs
 // its Lease in kube-node-lease as protobuf, built from the object the
 // previous renewal returned, accepting protobuf or JSON as agents do. The
-// chain is the one serverapp builds: authn.Middleware(ClientCert) → the Node,RBAC authorizer's non-resource
-// check → LimitInFlight (flow control seat, request deadline) → Server
+// chain is the one serverapp builds: authn.Middleware(ClientCert) → the
+// Node,RBAC authorizer's non-resource check → LimitInFlight (flow control seat, request deadline) → Server
 // (authorization, decode, admission plugins, validation, protobuf encode,
 // etcd compare-and-swap, response encode) over an etcd member without
 // WAL fsync, like the soft-state lease member.
