@@ -30,8 +30,33 @@ type acceptedType struct {
 	Stream string
 }
 
-// parseAccept returns the Accept entries in the client's order of preference.
+// commonAccept are the parsed Accept headers that client-go, agents and
+// kubectl send most, so that the heartbeat path does not parse them on
+// every request. Read only.
+var commonAccept = func() map[string][]acceptedType {
+	m := map[string][]acceptedType{}
+	for _, h := range []string{
+		mediaProtobuf + ",application/json", // agents, controllers
+		mediaProtobuf,
+		mediaJSON,
+		mediaJSON + ", */*", // client-go's default
+	} {
+		m[h] = parseAcceptHeader(h)
+	}
+	return m
+}()
+
+// parseAccept returns the Accept entries in the client's order of
+// preference. The result is shared: callers must not modify it.
 func parseAccept(header string) []acceptedType {
+	if parsed, ok := commonAccept[header]; ok {
+		return parsed
+	}
+	return parseAcceptHeader(header)
+}
+
+// parseAcceptHeader parses an Accept header.
+func parseAcceptHeader(header string) []acceptedType {
 	if strings.TrimSpace(header) == "" {
 		return []acceptedType{{Type: "*/*"}}
 	}
@@ -117,8 +142,11 @@ func serializerFor(mediaType string) runtime.SerializerInfo {
 // false when the type is not supported (415).
 func bodySerializer(r *http.Request) (runtime.SerializerInfo, string, bool) {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		ct = mediaJSON
+	switch ct {
+	case "":
+		return serializerFor(mediaJSON), mediaJSON, true
+	case mediaJSON, mediaProtobuf: // the common bodies need no parsing
+		return serializerFor(ct), ct, true
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
@@ -146,6 +174,16 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	if r.ContentLength > maxBodyBytes {
 		return nil, errBodyTooLarge{}
+	}
+	// LimitInFlight has read the body already: copy what is left of it
+	// at its size, instead of growing a buffer.
+	if b, ok := r.Body.(*bufferedBody); ok {
+		if b.Len() > maxBodyBytes {
+			return nil, errBodyTooLarge{}
+		}
+		data := make([]byte, b.Len())
+		_, _ = b.Read(data) // a bytes.Reader reads all it holds
+		return data, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {

@@ -176,3 +176,37 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return data
 }
+
+// TestWriteParamsWithoutQuery checks that the shortcut for a write
+// without a query answers what decoding and validating empty options
+// does.
+func TestWriteParamsWithoutQuery(t *testing.T) {
+	tests := []struct {
+		name        string
+		method      string
+		contentType string
+	}{
+		{"an update without a query has the default options", http.MethodPut, "application/json"},
+		{"a create without a query has the default options", http.MethodPost, "application/json"},
+		{"a merge patch without a query has the default options", http.MethodPatch, "application/merge-patch+json"},
+		{"an apply without a query still needs a fieldManager", http.MethodPatch, "application/apply-patch+yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, "/api/v1/nodes/n", nil)
+			r.Header.Set("Content-Type", tt.contentType)
+			got, gotErr := parseWriteParams(r)
+			// The same request with a query that decodes to empty options
+			// (unknown parameters are ignored) takes the long path.
+			r2 := httptest.NewRequest(tt.method, "/api/v1/nodes/n?unknownParameter=1", nil)
+			r2.Header.Set("Content-Type", tt.contentType)
+			want, wantErr := parseWriteParams(r2)
+			if got != want || (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("got %+v, %v; want %+v, %v", got, gotErr, want, wantErr)
+			}
+			if gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Fatalf("got error %q, want %q", gotErr, wantErr)
+			}
+		})
+	}
+}

@@ -26,13 +26,22 @@ import (
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newStorage starts an etcd member that stops with the test.
-func newStorage(t *testing.T) storage.Interface {
+func newStorage(t testing.TB) storage.Interface { return startStorage(t, false) }
+
+// startStorage starts an etcd member that stops with the test: with fast
+// raft and watch-progress timing for tests, or, if soft, configured like
+// the server's soft-state lease member (default timing, no WAL fsync).
+func startStorage(t testing.TB, soft bool) storage.Interface {
 	t.Helper()
 	cfg := etcd.DefaultEmbeddedConfig()
 	cfg.Dir = t.TempDir()
 	cfg.Logger = quietLogger()
-	cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
-	cfg.WatchProgressNotifyInterval = 100 * time.Millisecond
+	if soft {
+		cfg.UnsafeNoFsync = true
+	} else {
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
+		cfg.WatchProgressNotifyInterval = 100 * time.Millisecond
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m, err := etcd.StartEmbedded(ctx, cfg)
@@ -50,7 +59,7 @@ func newStorage(t *testing.T) storage.Interface {
 // newTestServer builds a server over new storage (unless cfg has one)
 // with every resource, starts its caches and waits until it is ready and
 // the system namespaces exist. The handler authenticates from test headers.
-func newTestServer(t *testing.T, cfg Config) (*Server, http.Handler) {
+func newTestServer(t testing.TB, cfg Config) (*Server, http.Handler) {
 	t.Helper()
 	if cfg.Storage == nil {
 		cfg.Storage = newStorage(t)

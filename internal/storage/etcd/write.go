@@ -66,11 +66,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 	if err != nil {
 		return 0, wrapError("update", key, err)
 	}
-	resp, err := s.txn(ctx, &pb.TxnRequest{
-		Compare: modRevisionIs(k, expectedRevision),
-		Success: []*pb.RequestOp{putOp(k, value, lease)},
-		Failure: []*pb.RequestOp{getOp(k)},
-	})
+	resp, err := s.txn(ctx, newCASTxn(k, value, lease, expectedRevision))
 	if leaseLost(err) {
 		s.leases.drop(lease)
 	}
@@ -125,6 +121,40 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 		return nil, clientv3.ContextError(ctx, err)
 	}
 	return resp, nil
+}
+
+// casTxn is the request of an update, If(mod_revision == rev)
+// Then(Put(key, value)) Else(Get(key)), with all its parts in one
+// allocation: an update is the heartbeat path's write, and the same
+// request built from parts takes a dozen.
+type casTxn struct {
+	req              pb.TxnRequest
+	cmp              pb.Compare
+	cmpRev           pb.Compare_ModRevision
+	put, get         pb.RequestOp
+	putReq           pb.RequestOp_RequestPut
+	getReq           pb.RequestOp_RequestRange
+	putBody          pb.PutRequest
+	getBody          pb.RangeRequest
+	cmps             [1]*pb.Compare
+	success, failure [1]*pb.RequestOp
+}
+
+// newCASTxn is the compare-and-swap of value under key at revision rev,
+// attached to lease unless it is 0; its Else branch reads the key.
+func newCASTxn(key, value []byte, lease, rev int64) *pb.TxnRequest {
+	t := &casTxn{}
+	t.cmpRev.ModRevision = rev
+	t.cmp = pb.Compare{Key: key, Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &t.cmpRev}
+	t.putBody = pb.PutRequest{Key: key, Value: value, Lease: lease}
+	t.putReq.RequestPut = &t.putBody
+	t.put.Request = &t.putReq
+	t.getBody.Key = key
+	t.getReq.RequestRange = &t.getBody
+	t.get.Request = &t.getReq
+	t.cmps[0], t.success[0], t.failure[0] = &t.cmp, &t.put, &t.get
+	t.req.Compare, t.req.Success, t.req.Failure = t.cmps[:], t.success[:], t.failure[:]
+	return &t.req
 }
 
 func modRevisionIs(key []byte, rev int64) []*pb.Compare {
