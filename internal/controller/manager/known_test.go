@@ -17,6 +17,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/pvcprotection"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/pvprotection"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
 
@@ -31,6 +33,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 		garbagecollector.ControllerName, replicaset.ControllerName, deployment.ControllerName,
 		daemonset.ControllerName, disruption.ControllerName, namespace.ControllerName, statefulset.ControllerName, scheduler.Name,
 		persistentvolume.ControllerName, attachdetach.ControllerName,
+		pvcprotection.ControllerName, pvprotection.ControllerName,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {

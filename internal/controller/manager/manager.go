@@ -189,6 +189,7 @@ var Known = []string{
 	"garbage-collector-controller", "replicaset-controller", "deployment-controller", "daemonset-controller",
 	"disruption-controller", "namespace-controller", "statefulset-controller", "scheduler",
 	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller",
+	"persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller",
 }
 
 // Selection is a parsed --controllers value.
