@@ -196,6 +196,20 @@ spec:
 	if _, err := c.cs.StorageV1().VolumeAttachments().Get(ctx, db.va, metav1.GetOptions{}); err != nil {
 		t.Fatalf("attachment %s on %s: %v", db.va, db.node, err)
 	}
+	// The node must have reported the volume mounted before it dies (its
+	// agent's status update may trail the pod start): only then is the
+	// detach a forced one, as with a node that dies in service.
+	unique := shareddir.UniqueVolumeName(shareddir.Driver, db.handle)
+	eventually(t, 30*time.Second, db.node+" lists the volume in volumesInUse", func() error {
+		n, err := c.cs.CoreV1().Nodes().Get(ctx, db.node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(n.Status.VolumesInUse, unique) {
+			return fmt.Errorf("volumesInUse %v", n.Status.VolumesInUse)
+		}
+		return nil
+	})
 	t.Logf("db-0 on %s wrote %q to %s", db.node, strings.TrimSpace(db.before), db.handle)
 	return db
 }
