@@ -1,6 +1,6 @@
 // Package plugins assembles the default scheduling profile: upstream's
-// in-tree plugins that matter without volumes, images or inter-pod affinity,
-// in upstream's order and with upstream's score weights. Each plugin lives in
+// in-tree plugins that matter without images or inter-pod affinity (of the
+// volume plugins, VolumeBinding's filter only), in upstream's order and with upstream's score weights. Each plugin lives in
 // its own sub-package; this package only wires them and must not add
 // behaviour of its own.
 package plugins
