@@ -99,6 +99,14 @@ func TestStatefulSets(t *testing.T) {
 		{"an unknown retention policy", testStatefulSet("e", func(s *appsv1.StatefulSet) {
 			s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: "Shred"}
 		})},
+		{"a template container without an image", testStatefulSet("f", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "" })},
+		{"a template with one volume name used twice", testStatefulSet("g", func(s *appsv1.StatefulSet) {
+			v := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			s.Spec.Template.Spec.Volumes = append(s.Spec.Template.Spec.Volumes, v, v)
+		})},
+		{"a claim template with an invalid name", testStatefulSet("h", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "Data_1"}}}
+		})},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name+" is refused", func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -31,6 +32,7 @@ import (
 	schedcache "github.com/nodeplane/nodeplane/internal/scheduler/cache"
 	"github.com/nodeplane/nodeplane/internal/scheduler/framework"
 	"github.com/nodeplane/nodeplane/internal/scheduler/plugins"
+	"github.com/nodeplane/nodeplane/internal/scheduler/plugins/volumebinding"
 	"github.com/nodeplane/nodeplane/internal/scheduler/queue"
 )
 
@@ -107,7 +109,11 @@ func (s *Scheduler) Name() string { return Name }
 // PrepareInformers registers the scheduler on a leadership term's
 // informers: a fresh queue, cache and framework per term.
 func (s *Scheduler) PrepareInformers(factory informers.SharedInformerFactory) error {
-	pl, err := plugins.Default(plugins.DefaultConfig())
+	pcfg := plugins.DefaultConfig()
+	claimInf := factory.Core().V1().PersistentVolumeClaims()
+	volumeInf := factory.Core().V1().PersistentVolumes()
+	pcfg.Volumes = volumeListers{claims: claimInf.Lister(), volumes: volumeInf.Lister()}
+	pl, err := plugins.Default(pcfg)
 	if err != nil {
 		return err
 	}
@@ -127,6 +133,22 @@ func (s *Scheduler) PrepareInformers(factory informers.SharedInformerFactory) er
 		return err
 	}
 	s.snapshot = schedcache.NewSnapshot()
+
+	for inf, resource := range map[cache.SharedIndexInformer]framework.EventResource{
+		claimInf.Informer():  volumebinding.PersistentVolumeClaim,
+		volumeInf.Informer(): volumebinding.PersistentVolume,
+	} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) {
+				s.queue.MoveAllToActiveOrBackoff(framework.ClusterEvent{Resource: resource, ActionType: framework.Add})
+			},
+			UpdateFunc: func(any, any) {
+				s.queue.MoveAllToActiveOrBackoff(framework.ClusterEvent{Resource: resource, ActionType: framework.Update})
+			},
+		}); err != nil {
+			return err
+		}
+	}
 
 	ni := factory.Core().V1().Nodes().Informer()
 	pi := factory.Core().V1().Pods().Informer()
@@ -338,4 +360,19 @@ func unwrap[T any](obj any) (T, bool) {
 	}
 	var zero T
 	return zero, false
+}
+
+// volumeListers gives VolumeBinding the claims and volumes of the
+// scheduler's informer caches.
+type volumeListers struct {
+	claims  corelisters.PersistentVolumeClaimLister
+	volumes corelisters.PersistentVolumeLister
+}
+
+func (l volumeListers) Claim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	return l.claims.PersistentVolumeClaims(namespace).Get(name)
+}
+
+func (l volumeListers) Volume(name string) (*corev1.PersistentVolume, error) {
+	return l.volumes.Get(name)
 }

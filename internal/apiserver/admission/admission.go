@@ -1,8 +1,8 @@
 // Package admission holds the built-in admission plugins the API server runs
 // on writes after decoding and defaulting and before validation: each may
 // mutate the object or refuse the request with an API error. Plugins:
-// DefaultTolerationSeconds (SPEC DTS-1/2) and NodeRestriction (SPEC
-// AUTH-7..AUTH-10).
+// DefaultTolerationSeconds (SPEC DTS-1/2), NodeRestriction (SPEC
+// AUTH-7..AUTH-10), TaintNodesByCondition and StorageObjectInUseProtection.
 //
 // Plugins see one write at a time through Attributes; they do not decide
 // which verbs a user may use (package authz does) and read other stored

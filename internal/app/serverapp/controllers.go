@@ -36,6 +36,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/pvcprotection"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/pvprotection"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
@@ -151,6 +153,12 @@ func buildControllers(d controllerDeps) ([]manager.Controller, builtViews, error
 			},
 			Client: d.client, Clock: d.clock, Logger: d.logger, Registry: d.registry,
 		}))
+	}
+	if sel.Enabled(pvcprotection.ControllerName) {
+		out = append(out, pvcprotection.NewController(pvcprotection.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
+	}
+	if sel.Enabled(pvprotection.ControllerName) {
+		out = append(out, pvprotection.NewController(pvprotection.Config{Client: d.client, Clock: d.clock, Logger: d.logger}))
 	}
 	if d.opts.ipamEnabled(sel) {
 		ipam, err := buildNodeIPAM(d)

@@ -335,6 +335,7 @@ func (s *server) buildAPI() error {
 			},
 			admission.NodeRestriction{},
 			admission.TaintNodesByCondition{},
+			admission.StorageObjectInUseProtection{},
 		},
 		Authorizer:    s.authorizer,
 		NodeClient:    nodeClient,

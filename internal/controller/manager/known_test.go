@@ -21,6 +21,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/tainteviction"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/attachdetach"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/pvcprotection"
+	"github.com/nodeplane/nodeplane/internal/controller/volume/pvprotection"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
 
@@ -37,6 +39,7 @@ func TestKnownIsExactlyTheBuiltControllers(t *testing.T) {
 		persistentvolume.ControllerName, attachdetach.ControllerName, clusterroleaggregation.ControllerName,
 		cloudnode.ControllerName, cloudnodelifecycle.ControllerName,
 		nodeipam.ControllerName,
+		pvcprotection.ControllerName, pvprotection.ControllerName,
 	}
 	for _, name := range built {
 		if !slices.Contains(manager.Known, name) {

@@ -191,6 +191,7 @@ var Known = []string{
 	"clusterrole-aggregation-controller",
 	"cloud-node-controller", "cloud-node-lifecycle-controller",
 	"node-ipam-controller",
+	"persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller",
 }
 
 // Selection is a parsed --controllers value.

@@ -150,6 +150,19 @@ func Decide(in Input) (Plan, error) {
 				return plan, nil
 			}
 		}
+		if p == nil && claimBeingDeleted(set, in.Claims, ord) {
+			// As upstream: no pod on a claim that is going (its
+			// pvc-protection finalizer holds it while an old pod uses it);
+			// the claim is created anew once it is gone.
+			healthy = false
+			if plan.RequeueAfter == 0 || plan.RequeueAfter > time.Second {
+				plan.RequeueAfter = time.Second
+			}
+			if monotonic {
+				return plan, nil
+			}
+			continue
+		}
 		if p == nil {
 			rev := update
 			if rolling && ord-start < partition {
@@ -331,6 +344,17 @@ func newPod(set *appsv1.StatefulSet, rev *appsv1.ControllerRevision, ord int) (*
 }
 
 // missingClaims returns the claims of ordinal's pod that do not exist yet.
+// claimBeingDeleted reports whether a claim of the set's pod with ordinal
+// exists with a deletionTimestamp.
+func claimBeingDeleted(set *appsv1.StatefulSet, claims map[string]*corev1.PersistentVolumeClaim, ord int) bool {
+	for _, t := range set.Spec.VolumeClaimTemplates {
+		if c, ok := claims[ClaimName(t.Name, set.Name, ord)]; ok && c.DeletionTimestamp != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func missingClaims(set *appsv1.StatefulSet, claims map[string]*corev1.PersistentVolumeClaim, ord int) []*corev1.PersistentVolumeClaim {
 	var out []*corev1.PersistentVolumeClaim
 	for _, t := range set.Spec.VolumeClaimTemplates {

@@ -255,6 +255,14 @@ func TestDecide(t *testing.T) {
 			wantOwnerOf: map[string]string{"data-web-0": "StatefulSet"},
 		},
 		{
+			name: "no pod is created while its claim is being deleted",
+			setup: func(*testing.T) *world {
+				w := newWorld(mkSet(2, claims("Retain", "Retain")))
+				w.claims["data-web-0"] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-web-0", Namespace: "default", DeletionTimestamp: &metav1.Time{Time: t0}}}
+				return w
+			},
+		},
+		{
 			name: "a condemned pod owns its claims when whenScaled is Delete",
 			setup: func(t *testing.T) *world {
 				w := newWorld(mkSet(2, claims("Retain", "Delete")))

@@ -277,7 +277,7 @@ func bind(now time.Time, claim *corev1.PersistentVolumeClaim, pv *corev1.Persist
 // SyncVolume decides the next write for pv.
 func SyncVolume(now time.Time, pv *corev1.PersistentVolume, v View) Step {
 	if pv.DeletionTimestamp != nil {
-		return Step{}
+		return syncDeletedVolume(now, pv, v)
 	}
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
@@ -337,6 +337,21 @@ func SyncVolume(now time.Time, pv *corev1.PersistentVolume, v View) Step {
 		return Step{Kind: UpdateVolume, Volume: p}
 	}
 	return Step{}
+}
+
+// syncDeletedVolume: a volume deleted while Bound is kept by its
+// kubernetes.io/pv-protection finalizer; it only needs to become Released
+// when its claim goes, so the protection controller lets it go. Nothing
+// else (binding, reclaim) is done to a volume being deleted.
+func syncDeletedVolume(now time.Time, pv *corev1.PersistentVolume, v View) Step {
+	if pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil {
+		return Step{}
+	}
+	ref := pv.Spec.ClaimRef
+	if claim := v.Claim(ref.Namespace, ref.Name); claim != nil && (ref.UID == "" || claim.UID == ref.UID) {
+		return Step{}
+	}
+	return volumePhase(now, pv, corev1.VolumeReleased)
 }
 
 func volumePhase(now time.Time, pv *corev1.PersistentVolume, phase corev1.PersistentVolumePhase) Step {

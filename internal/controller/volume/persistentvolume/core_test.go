@@ -277,6 +277,7 @@ func TestSyncVolume(t *testing.T) {
 	namesake := newClaim("c1", "", "1Gi")
 	namesake.UID = "uid-new"
 	provisioned := func(pv *corev1.PersistentVolume) { ann(AnnProvisionedBy, shareddir.Driver)(pv) }
+	deleting := func(pv *corev1.PersistentVolume) { pv.DeletionTimestamp = &metav1.Time{Time: now} }
 	tests := []struct {
 		name     string
 		pv       *corev1.PersistentVolume
@@ -310,6 +311,12 @@ func TestSyncVolume(t *testing.T) {
 			claims: []*corev1.PersistentVolumeClaim{c1}, want: UpdateVolume},
 		{name: "a volume the user pre-bound to a claim that took another volume is left alone",
 			pv: newVolume("w", "", "1Gi", refTo(c1, c1.UID)), claims: []*corev1.PersistentVolumeClaim{c1}, want: None},
+		{name: "a deleted bound volume whose claim is there stays Bound (pv-protection keeps it)",
+			pv: newVolume("v", "", "1Gi", refTo(c1, c1.UID), phaseV(corev1.VolumeBound), deleting), claims: []*corev1.PersistentVolumeClaim{c1}, want: None},
+		{name: "a deleted bound volume whose claim went is Released (so pv-protection lets it go)",
+			pv: newVolume("v", "", "1Gi", refTo(c1, c1.UID), phaseV(corev1.VolumeBound), deleting), want: UpdateVolumeStatus, phase: corev1.VolumeReleased},
+		{name: "a deleted released Delete volume is not reclaimed again",
+			pv: newVolume("pvc-x", "", "1Gi", refTo(c1, c1.UID), phaseV(corev1.VolumeReleased), reclaim(corev1.PersistentVolumeReclaimDelete), provisioned, deleting), want: None},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
