@@ -78,6 +78,10 @@ type Config struct {
 	// Volumes prepares pod volumes (nil: volumes are ignored, as in
 	// nodeplane sim); the Runtime must then be a runtime.VolumeRuntime.
 	Volumes *volumes.Manager
+	// Registered, when set, runs once the Node is registered (or found,
+	// with registerNode false) at start: readiness for a supervisor
+	// (systemd's READY=1).
+	Registered func(*corev1.Node)
 }
 
 // Agent is a running node agent.
@@ -255,6 +259,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.node.Store(node)
 	a.updater.Remember(node)
+	if a.cfg.Registered != nil {
+		a.cfg.Registered(node)
+	}
 
 	presence := newPresence(presenceConfig{
 		NodeName: a.cfg.NodeName,

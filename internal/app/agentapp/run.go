@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/volumes"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/sdnotify"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
 
@@ -49,6 +51,8 @@ type Config struct {
 	// CAPEM, when set, is a cluster CA the caller already trusts (nodeplane
 	// up runs the server in-process); the join skips the cluster-info step.
 	CAPEM []byte
+	// Registered, when set, runs once the agent has registered its Node.
+	Registered func(nodeName string)
 }
 
 // Command returns `nodeplane agent`.
@@ -66,7 +70,15 @@ func Command(stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), Config{Options: o, Changed: cmd.Flags().Changed, Logger: logger})
+			return Run(cmd.Context(), Config{Options: o, Changed: cmd.Flags().Changed, Logger: logger, Registered: func(node string) {
+				// Under systemd (Type=notify) the unit is started once the
+				// Node is registered; elsewhere this sends nothing.
+				if sent, err := sdnotify.Notify(sdnotify.Ready); err != nil {
+					logger.Warn("could not tell systemd the agent is ready", "err", err)
+				} else if sent {
+					logger.Info("told systemd the agent is ready (READY=1)", "node", node)
+				}
+			}})
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -300,6 +312,11 @@ func Run(ctx context.Context, cfg Config) error {
 		},
 		StateDir: o.DataDir,
 		Metrics:  prometheus.NewRegistry(), // the agent's own, served at /metrics on its HTTPS port
+		Registered: func(n *corev1.Node) {
+			if cfg.Registered != nil {
+				cfg.Registered(n.Name)
+			}
+		},
 	})
 	if err != nil {
 		return err

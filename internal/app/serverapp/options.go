@@ -19,6 +19,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/sdnotify"
 )
 
 // Options are the raw flag values.
@@ -310,7 +311,15 @@ func Command(stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), Config{Options: o, Logger: logger})
+			return Run(cmd.Context(), Config{Options: o, Logger: logger, Ready: func(url string) {
+				// Under systemd (Type=notify) the unit is started once
+				// /readyz answers ok; elsewhere this sends nothing.
+				if sent, err := sdnotify.Notify(sdnotify.Ready); err != nil {
+					logger.Warn("could not tell systemd the server is ready", "err", err)
+				} else if sent {
+					logger.Info("told systemd the server is ready (READY=1)", "url", url)
+				}
+			}})
 		},
 	}
 	o.AddFlags(cmd.Flags())
