@@ -8,7 +8,7 @@ GOLANGCI_LINT ?= golangci-lint
 
 # Release builds: static (no cgo), stripped (-s -w), reproducible paths
 # (-trimpath), the version and commit stamped in (nodeplane version).
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo 0.1.0-dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 RELEASE_LDFLAGS = -s -w -X github.com/nodeplane/nodeplane/internal/version.Version=$(VERSION) -X github.com/nodeplane/nodeplane/internal/version.Commit=$(COMMIT)

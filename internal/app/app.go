@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
 	"github.com/nodeplane/nodeplane/internal/app/agentapp"
+	"github.com/nodeplane/nodeplane/internal/app/clusterapp"
 	"github.com/nodeplane/nodeplane/internal/app/installapp"
 	"github.com/nodeplane/nodeplane/internal/app/kubeconfigapp"
 	"github.com/nodeplane/nodeplane/internal/app/loadapp"
@@ -65,7 +66,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), agentapp.Command(stderr),
 		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), zonesapp.Command(stdout), loadapp.Command(stdout, stderr),
 		tokenapp.Command(stdout), kubeconfigapp.Command(stdout),
-		installapp.Command(stdout), installapp.UninstallCommand(stdout))
+		installapp.Command(stdout), installapp.UninstallCommand(stdout),
+		clusterapp.Command(stdout), clusterapp.NodeCommand(stdout))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "nodeplane: %v\n", err)
