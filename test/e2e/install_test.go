@@ -163,3 +163,20 @@ func TestInstallCommand(t *testing.T) {
 		t.Errorf("second uninstall: exit %d, stdout %q; want a no-op", res.code, res.stdout)
 	}
 }
+
+// TestCompletion checks that `nodeplane completion SHELL` prints a script
+// for each shell that knows the commands.
+func TestCompletion(t *testing.T) {
+	for _, tt := range []struct{ shell, want string }{
+		{"bash", "__start_nodeplane"},
+		{"zsh", "#compdef nodeplane"},
+		{"fish", "complete -c nodeplane"},
+	} {
+		t.Run("the "+tt.shell+" script names nodeplane", func(t *testing.T) {
+			res := runNodeplaneCmd(t, 30*time.Second, "completion", tt.shell)
+			if res.code != 0 || !strings.Contains(res.stdout, tt.want) {
+				t.Errorf("completion %s: exit %d, %d bytes, want a script containing %q\n%s", tt.shell, res.code, len(res.stdout), tt.want, res.stderr)
+			}
+		})
+	}
+}
