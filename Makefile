@@ -15,7 +15,7 @@ RELEASE_LDFLAGS = -s -w -X github.com/nodeplane/nodeplane/internal/version.Versi
 DIST ?= dist
 
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/nodeplane ./cmd/nodeplane
+	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/nodeplane/nodeplane/internal/version.Version=$(VERSION) -X github.com/nodeplane/nodeplane/internal/version.Commit=$(COMMIT)" -o bin/nodeplane ./cmd/nodeplane
 
 # release writes dist/nodeplane-<os>-<arch> for each platform and
 # dist/SHA256SUMS (check with `cd dist && sha256sum -c SHA256SUMS`).
