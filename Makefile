@@ -4,10 +4,31 @@ GO ?= go
 TEST_TIMEOUT ?= 40m
 GOLANGCI_LINT ?= golangci-lint
 
-.PHONY: build test test-short bench vet lint
+.PHONY: build test test-short bench vet lint release
+
+# Release builds: static (no cgo), stripped (-s -w), reproducible paths
+# (-trimpath), the version and commit stamped in (nodeplane version).
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo 0.1.0-dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+RELEASE_LDFLAGS = -s -w -X github.com/nodeplane/nodeplane/internal/version.Version=$(VERSION) -X github.com/nodeplane/nodeplane/internal/version.Commit=$(COMMIT)
+DIST ?= dist
 
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/nodeplane ./cmd/nodeplane
+	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/nodeplane/nodeplane/internal/version.Version=$(VERSION) -X github.com/nodeplane/nodeplane/internal/version.Commit=$(COMMIT)" -o bin/nodeplane ./cmd/nodeplane
+
+# release writes dist/nodeplane-<os>-<arch> for each platform and
+# dist/SHA256SUMS (check with `cd dist && sha256sum -c SHA256SUMS`).
+release:
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "building $(DIST)/nodeplane-$$os-$$arch ($(VERSION), $(COMMIT))"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" \
+			-o $(DIST)/nodeplane-$$os-$$arch ./cmd/nodeplane; \
+	done
+	cd $(DIST) && sha256sum nodeplane-* > SHA256SUMS
+	ls -l $(DIST)
 
 test:
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...

@@ -95,6 +95,10 @@ type Config struct {
 	// Usage measures what pods use, for eviction ranking and messages
 	// (nil: every pod counts as using nothing).
 	Usage *eviction.ProcUsage
+	// Registered, when set, runs once the Node is registered (or found,
+	// with registerNode false) at start: readiness for a supervisor
+	// (systemd's READY=1).
+	Registered func(*corev1.Node)
 }
 
 // Agent is a running node agent.
@@ -298,6 +302,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.node.Store(node)
 	a.updater.Remember(node)
+	if a.cfg.Registered != nil {
+		a.cfg.Registered(node)
+	}
 
 	presence := newPresence(presenceConfig{
 		NodeName: a.cfg.NodeName,

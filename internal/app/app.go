@@ -15,6 +15,8 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/agent/runtime/process"
 	"github.com/nodeplane/nodeplane/internal/app/agentapp"
+	"github.com/nodeplane/nodeplane/internal/app/clusterapp"
+	"github.com/nodeplane/nodeplane/internal/app/installapp"
 	"github.com/nodeplane/nodeplane/internal/app/kubeconfigapp"
 	"github.com/nodeplane/nodeplane/internal/app/loadapp"
 	"github.com/nodeplane/nodeplane/internal/app/serverapp"
@@ -63,7 +65,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.AddCommand(versionCommand(stdout), serverapp.Command(stderr), agentapp.Command(stderr),
 		upapp.Command(stdout, stderr), simapp.Command(os.Stdin, stdout, stderr), zonesapp.Command(stdout), loadapp.Command(stdout, stderr),
-		tokenapp.Command(stdout), kubeconfigapp.Command(stdout))
+		tokenapp.Command(stdout), kubeconfigapp.Command(stdout),
+		installapp.Command(stdout), installapp.UninstallCommand(stdout),
+		clusterapp.Command(stdout), clusterapp.NodeCommand(stdout))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "nodeplane: %v\n", err)
@@ -75,11 +79,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func versionCommand(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the nodeplane version and the Kubernetes API version it serves",
+		Short: "Print the nodeplane version, the commit it was built from, the Go version and the Kubernetes API version it serves",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			info := version.Info()
-			_, err := fmt.Fprintf(stdout, "nodeplane %s (Kubernetes API %s, %s, %s)\n", version.Version, info.GitVersion, info.GoVersion, info.Platform)
+			_, err := fmt.Fprintf(stdout, "nodeplane %s (commit %s, %s, %s; Kubernetes API %s)\n",
+				version.Version, version.BuildCommit(), info.GoVersion, info.Platform, info.GitVersion)
 			return err
 		},
 	}

@@ -282,14 +282,15 @@ func TestServerHelpListsFlags(t *testing.T) {
 	}
 }
 
-// TestVersionCommand checks the one line `nodeplane version` prints.
+// TestVersionCommand checks the one line `nodeplane version` prints: the
+// version, the commit, the Go version, the platform and the Kubernetes API.
 func TestVersionCommand(t *testing.T) {
 	res := runNodeplaneCmd(t, 30*time.Second, "version")
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
 	kube := regexp.QuoteMeta("v" + version.KubeMajor + "." + version.KubeMinor + ".")
-	re := regexp.MustCompile(`^nodeplane \S+ \(Kubernetes API ` + kube + `\S+, go\S+, \w+/\w+\)\n$`)
+	re := regexp.MustCompile(`^nodeplane \S+ \(commit ([0-9a-f]{7,40}(-dirty)?|unknown), go\S+, \w+/\w+; Kubernetes API ` + kube + `\S+\)\n$`)
 	if !re.MatchString(res.stdout) {
 		t.Errorf("nodeplane version printed %q, want a line matching %s", res.stdout, re)
 	}

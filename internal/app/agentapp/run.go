@@ -36,6 +36,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/agent/volumes"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/sdnotify"
 	"github.com/nodeplane/nodeplane/internal/version"
 )
 
@@ -54,6 +55,8 @@ type Config struct {
 	// CAPEM, when set, is a cluster CA the caller already trusts (nodeplane
 	// up runs the server in-process); the join skips the cluster-info step.
 	CAPEM []byte
+	// Registered, when set, runs once the agent has registered its Node.
+	Registered func(nodeName string)
 }
 
 // Command returns `nodeplane agent`.
@@ -71,7 +74,15 @@ func Command(stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), Config{Options: o, Changed: cmd.Flags().Changed, Logger: logger})
+			return Run(cmd.Context(), Config{Options: o, Changed: cmd.Flags().Changed, Logger: logger, Registered: func(node string) {
+				// Under systemd (Type=notify) the unit is started once the
+				// Node is registered; elsewhere this sends nothing.
+				if sent, err := sdnotify.Notify(sdnotify.Ready); err != nil {
+					logger.Warn("could not tell systemd the agent is ready", "err", err)
+				} else if sent {
+					logger.Info("told systemd the agent is ready (READY=1)", "node", node)
+				}
+			}})
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -335,6 +346,11 @@ func Run(ctx context.Context, cfg Config) error {
 				filepath.Join(o.DataDir, "volumes", "pods", string(rs.UID), "volumes", "kubernetes.io~empty-dir"),
 			}
 		}},
+		Registered: func(n *corev1.Node) {
+			if cfg.Registered != nil {
+				cfg.Registered(n.Name)
+			}
+		},
 	})
 	if err != nil {
 		return err

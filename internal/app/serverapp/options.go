@@ -20,6 +20,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodeipam"
 	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/sdnotify"
 )
 
 // Options are the raw flag values.
@@ -355,7 +356,15 @@ func Command(stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), Config{Options: o, Logger: logger})
+			return Run(cmd.Context(), Config{Options: o, Logger: logger, Ready: func(url string) {
+				// Under systemd (Type=notify) the unit is started once
+				// /readyz answers ok; elsewhere this sends nothing.
+				if sent, err := sdnotify.Notify(sdnotify.Ready); err != nil {
+					logger.Warn("could not tell systemd the server is ready", "err", err)
+				} else if sent {
+					logger.Info("told systemd the server is ready (READY=1)", "url", url)
+				}
+			}})
 		},
 	}
 	o.AddFlags(cmd.Flags())
