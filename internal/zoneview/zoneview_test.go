@@ -274,12 +274,19 @@ func TestASlowReaderDoesNotHoldUpOthers(t *testing.T) {
 		runtime.Gosched()
 	}
 
+	// Samples of ~200 kB each: keep recording until the slow client's
+	// socket buffers (their size is the kernel's business: up to several
+	// MB on loopback) are full and its queue overflows; at most 500 (100
+	// MB), each one read in order by the fast client.
 	big := sample(0)
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 1000; i++ {
 		big.Worst = append(big.Worst, nodelifecycle.NodeAge{Name: strings.Repeat("n", 200) + fmt.Sprint(i), Zone: "r/a"})
 	}
-	const n = 60
-	for i := 1; i <= n; i++ {
+	const most = 500
+	for i := 1; a.Dropped() == 0; i++ {
+		if i > most {
+			t.Fatalf("the slow client was not dropped after %d samples", most)
+		}
 		big.Nodes = i
 		done := make(chan struct{})
 		go func() { a.Record(big); close(done) }()
