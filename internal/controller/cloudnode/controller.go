@@ -85,8 +85,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "cloud_node", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("cloud_node", c.cfg.Clock)
 	ni := term.Informers.Core().V1().Nodes()
 	c.nodes = ni.Lister()
 	enqueue := func(obj any) {

@@ -73,11 +73,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	newQueue := func(name string) workqueue.TypedRateLimitingInterface[string] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: c.cfg.Clock})
-	}
-	c.queue, c.stale = newQueue("disruption"), newQueue("stale_pod_disruption")
+	c.queue, c.stale = manager.NewQueue("disruption", c.cfg.Clock), manager.NewQueue("stale_pod_disruption", c.cfg.Clock)
 	bi := term.Informers.Policy().V1().PodDisruptionBudgets()
 	pi := term.Informers.Core().V1().Pods()
 	c.budgets, c.pods = bi.Lister(), pi.Lister()

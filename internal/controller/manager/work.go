@@ -12,6 +12,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // EventRecorder returns a recorder that writes events as component through
@@ -65,4 +66,12 @@ func processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface
 		}
 	}
 	return true
+}
+
+// NewQueue returns the work queue of string keys a controller shell uses:
+// client-go's default controller rate limiting (per-item exponential back-off
+// plus an overall token bucket), named for the workqueue metrics, on clk.
+func NewQueue(name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk})
 }

@@ -71,8 +71,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("namespace", c.cfg.Clock)
 	inf := term.Informers.Core().V1().Namespaces()
 	c.namespaces = inf.Lister()
 	enqueue := func(obj any) {

@@ -97,8 +97,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	c.mu.Lock()
 	c.alloc, c.waiting = nil, map[string]bool{}
 	c.mu.Unlock()
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "cidrallocator_node", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("cidrallocator_node", c.cfg.Clock)
 	inf := term.Informers.Core().V1().Nodes()
 	c.nodes = inf.Lister()
 	queue := c.queue

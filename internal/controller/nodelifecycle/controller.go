@@ -148,8 +148,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 		return err
 	}
 	c.pods = pods
-	c.noSchedule = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-noschedule-taints", Clock: c.cfg.Clock})
+	c.noSchedule = manager.NewQueue("node-noschedule-taints", c.cfg.Clock)
 	_, err = ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(obj) },
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },

@@ -48,8 +48,7 @@ func NewShell(name string, client kubernetes.Interface, clk clock.WithTicker, lo
 // StartTerm gives the shell a fresh queue called queue and, when
 // expectationsTimeout > 0, fresh expectations that lapse after it.
 func (s *Shell) StartTerm(queue string, expectationsTimeout time.Duration) {
-	s.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: queue, Clock: s.Clock})
+	s.Queue = manager.NewQueue(queue, s.Clock)
 	if expectationsTimeout > 0 {
 		s.Expectations = NewExpectations(expectationsTimeout)
 	}

@@ -84,8 +84,7 @@ func (c *Controller) Name() string { return ControllerName }
 // the taints' timeAdded (SPEC P3-3).
 func (c *Controller) Prepare(term *manager.Term) error {
 	c.core = New()
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "taint-eviction-nodes", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("taint-eviction-nodes", c.cfg.Clock)
 	c.wake = make(chan struct{}, 1)
 	ni := term.Informers.Core().V1().Nodes()
 	pi := term.Informers.Core().V1().Pods()

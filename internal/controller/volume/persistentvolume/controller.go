@@ -74,8 +74,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "persistentvolume", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("persistentvolume", c.cfg.Clock)
 	core := term.Informers.Core().V1()
 	c.claims = core.PersistentVolumeClaims().Lister()
 	c.volumes = core.PersistentVolumes().Lister()

@@ -53,8 +53,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvcprotection", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("pvcprotection", c.cfg.Clock)
 	core := term.Informers.Core().V1()
 	c.claims = core.PersistentVolumeClaims().Lister()
 	c.pods = core.Pods().Lister()

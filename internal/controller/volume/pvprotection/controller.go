@@ -50,8 +50,7 @@ func (c *Controller) Name() string { return ControllerName }
 
 // Prepare implements manager.Controller.
 func (c *Controller) Prepare(term *manager.Term) error {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvprotection", Clock: c.cfg.Clock})
+	c.queue = manager.NewQueue("pvprotection", c.cfg.Clock)
 	inf := term.Informers.Core().V1().PersistentVolumes()
 	c.volumes = inf.Lister()
 	enqueue := func(obj any) {
