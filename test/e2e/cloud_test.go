@@ -82,7 +82,8 @@ func nodeEvent(t *testing.T, cs kubernetes.Interface, node, reason, source strin
 // (NodeFenced event), and its pods are force-deleted and replaced on the
 // other node; `docker start` brings the node back and removes only the
 // taints the controllers added; `docker rm -f` deletes the Node
-// (DeletingNode event).
+// (DeletingNode event), and the next machine to join gets the deleted node's
+// pod range (the node IPAM controller runs with room for two ranges).
 func TestCloudProviderDocker(t *testing.T) {
 	needDocker(t)
 	sleeper, err := testProgram("cloudsleeper", cloudSleeperSource)
@@ -92,8 +93,11 @@ func TestCloudProviderDocker(t *testing.T) {
 	image := agentImage(t, "cloud", map[string]string{"/sleeper": sleeper})
 
 	const hostName = "host.docker.internal"
+	// The cluster CIDR holds exactly two /24 node ranges, so the third node
+	// can get one only by reusing the range of the Node deleted in step 4.
 	args := append([]string{"--tls-san", hostName, "--leader-elect=false", "--pod-gc-period=1s",
-		"--cloud-provider=docker", "--enable-automatic-fencing", "--automatic-fencing-delay=3s"}, shortLifecycle...)
+		"--cloud-provider=docker", "--enable-automatic-fencing", "--automatic-fencing-delay=3s",
+		"--allocate-node-cidrs", "--cluster-cidr=10.250.0.0/23", "--node-cidr-mask-size=24"}, shortLifecycle...)
 	s := startServer(t, serverOptions{args: args})
 	s.stop()
 	s.args = append(s.args, "--listen", fmt.Sprintf("0.0.0.0:%d", s.port))
@@ -107,9 +111,9 @@ func TestCloudProviderDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	suffix := time.Now().UnixNano() % 1e9
-	nodeA, nodeB := fmt.Sprintf("np-e2e-cloud-a-%d", suffix), fmt.Sprintf("np-e2e-cloud-b-%d", suffix)
-	zones := map[string]string{nodeA: "zone-a", nodeB: "zone-b"}
-	for _, node := range []string{nodeA, nodeB} {
+	nodeA, nodeB, nodeC := fmt.Sprintf("np-e2e-cloud-a-%d", suffix), fmt.Sprintf("np-e2e-cloud-b-%d", suffix), fmt.Sprintf("np-e2e-cloud-c-%d", suffix)
+	zones := map[string]string{nodeA: "zone-a", nodeB: "zone-b", nodeC: "zone-a"}
+	startAgent := func(node string) {
 		// The container's name is the node name: that is how the docker
 		// provider finds a node's container before it has a provider ID.
 		docker(t, "run", "-d", "--name", node, "--add-host", hostName+":host-gateway", "-v", cfgDir+":/cfg:ro",
@@ -125,6 +129,8 @@ func TestCloudProviderDocker(t *testing.T) {
 			_ = exec.Command("docker", "rm", "-f", node).Run()
 		})
 	}
+	startAgent(nodeA)
+	startAgent(nodeB)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log (tail):\n%s", tail(s.logs(), 80))
@@ -168,6 +174,24 @@ func TestCloudProviderDocker(t *testing.T) {
 		})
 		nodeEvent(t, cs, node, "Synced", "cloud-node-controller", 10*time.Second)
 	}
+	// Each node got one of the two pod ranges.
+	podCIDRs := map[string]string{}
+	eventually(t, 20*time.Second, "both nodes have pod ranges", func() error {
+		for _, node := range []string{nodeA, nodeB} {
+			n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if n.Spec.PodCIDR == "" {
+				return fmt.Errorf("%s has no podCIDR", node)
+			}
+			podCIDRs[node] = n.Spec.PodCIDR
+		}
+		if podCIDRs[nodeA] == podCIDRs[nodeB] {
+			return fmt.Errorf("both nodes have %s", podCIDRs[nodeA])
+		}
+		return nil
+	})
 
 	// Pods on A only: cordon B while they are placed.
 	s.mustKubectl(t, kubectl, "cordon", nodeB)
@@ -305,6 +329,23 @@ spec:
 	if want := "Deleting node " + nodeA + " because it does not exist in the cloud provider"; ev.Message != want {
 		t.Errorf("DeletingNode message %q, want %q", ev.Message, want)
 	}
+	// A new machine joins and gets the deleted node's pod range, the only
+	// one free.
+	startAgent(nodeC)
+	waitNodesReady(t, cs, 60*time.Second, nodeC)
+	eventually(t, 20*time.Second, nodeC+" gets "+nodeA+"'s pod range", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, nodeC, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Spec.PodCIDR != podCIDRs[nodeA] {
+			return fmt.Errorf("podCIDR %q, want %s (freed by %s)", n.Spec.PodCIDR, podCIDRs[nodeA], nodeA)
+		}
+		if n.Spec.ProviderID == "" {
+			return fmt.Errorf("not initialised by the cloud node controller")
+		}
+		return nil
+	})
 	// B, running all along, was never touched.
 	n, err := cs.CoreV1().Nodes().Get(ctx, nodeB, metav1.GetOptions{})
 	if err != nil {

@@ -97,7 +97,9 @@ func TestKubectlTop(t *testing.T) {
 				t.Errorf("top pod without a grant: %v %s, want forbidden", err, errOut)
 			}
 			s.mustKubectl(t, admin, "create", "clusterrolebinding", "watchers-view", "--clusterrole=view", "--group=watchers")
-			t.Cleanup(func() { _, _, _ = s.kubectl(t, admin, "delete", "clusterrolebinding", "watchers-view", "--ignore-not-found") })
+			t.Cleanup(func() {
+				_, _, _ = s.kubectl(t, admin, "delete", "clusterrolebinding", "watchers-view", "--ignore-not-found")
+			})
 			eventually(t, 10*time.Second, "bob runs kubectl top pod with view", func() error {
 				out, errOut, err := userKubectl(t, k, bobCfg, "top", "pod")
 				if err != nil || podCPU(out, "burner") < 0 {
