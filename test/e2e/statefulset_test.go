@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -17,7 +18,9 @@ import (
 // and agent: a 3-replica OrderedReady set comes up web-0, web-1, web-2,
 // each only after the previous is Ready; `kubectl rollout status` returns;
 // scaling to 1 deletes web-2 before web-1; and a set with a claim template
-// gets one PersistentVolumeClaim per ordinal, named <template>-<set>-<n>.
+// gets one PersistentVolumeClaim per ordinal, named <template>-<set>-<n>;
+// with minReadySeconds: 3, status.availableReplicas lags readyReplicas and
+// the second pod is created only once the first has been ready for 3 s.
 func TestStatefulSet(t *testing.T) {
 	ctx := context.Background()
 	s := startServer(t, serverOptions{})
@@ -142,4 +145,82 @@ spec:
 		}
 		return nil
 	})
+
+	minReadySeconds(ctx, t, s, kubectl)
+}
+
+// minReadySeconds checks a 2-replica OrderedReady set with minReadySeconds
+// 3: its status shows a pod ready but not available, slow-1 is created no
+// sooner than 3 s after slow-0 became Ready, and availableReplicas reaches 2.
+func minReadySeconds(ctx context.Context, t *testing.T, s *serverProc, kubectl string) {
+	t.Helper()
+	cs := s.client()
+	sw, err := cs.AppsV1().StatefulSets("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Stop()
+	slow := `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: slow}
+spec:
+  replicas: 2
+  minReadySeconds: 3
+  serviceName: slow
+  selector: {matchLabels: {app: slow}}
+  template:
+    metadata: {labels: {app: slow}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: sleep, image: sleep, args: ["3600"]}]
+`
+	start := time.Now()
+	s.mustKubectl(t, kubectl, "apply", "-f", writeManifest(t, slow))
+	lagged := false
+	deadline := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-sw.ResultChan():
+			set, ok := ev.Object.(*appsv1.StatefulSet)
+			if !ok {
+				continue
+			}
+			st := set.Status
+			if st.AvailableReplicas > st.ReadyReplicas {
+				t.Errorf("available %d > ready %d", st.AvailableReplicas, st.ReadyReplicas)
+			}
+			if st.ReadyReplicas > st.AvailableReplicas {
+				lagged = true
+			}
+			done = st.AvailableReplicas == 2
+		case <-deadline:
+			t.Fatalf("availableReplicas did not reach 2 in 60 s")
+		}
+	}
+	t.Logf("minReadySeconds 3: 2 replicas available after %v", time.Since(start).Round(100*time.Millisecond))
+	if !lagged {
+		t.Errorf("status never showed readyReplicas above availableReplicas")
+	}
+	p0, err := cs.CoreV1().Pods("default").Get(ctx, "slow-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := cs.CoreV1().Pods("default").Get(ctx, "slow-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readyAt time.Time
+	for _, c := range p0.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			readyAt = c.LastTransitionTime.Time
+		}
+	}
+	// Both times are whole seconds; slow-0 is available strictly after
+	// readyAt + 3 s, so slow-1's creation cannot be earlier than that.
+	if gap := p1.CreationTimestamp.Sub(readyAt); readyAt.IsZero() || gap < 3*time.Second {
+		t.Errorf("slow-1 created %v after slow-0 became ready (at %v), want at least 3s", gap, readyAt)
+	}
+	if out := s.mustKubectl(t, kubectl, "get", "sts", "slow", "-o", "jsonpath={.status.readyReplicas}/{.status.availableReplicas}"); out != "2/2" {
+		t.Errorf("kubectl get sts slow ready/available: %q, want 2/2", out)
+	}
 }

@@ -3,6 +3,8 @@ package statefulset
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,7 +129,7 @@ func Decide(in Input) (Plan, error) {
 	})
 
 	plan.Status = status(set, byOrdinal, condemned, currentName, update.Name, in.Now)
-	plan.RequeueAfter = untilAvailable(set, byOrdinal, in.Now)
+	plan.RequeueAfter = untilAvailable(set, byOrdinal, condemned, in.Now)
 	if set.DeletionTimestamp != nil {
 		return plan, nil
 	}
@@ -180,14 +182,25 @@ func Decide(in Input) (Plan, error) {
 			}
 			continue
 		}
-		if !runningAndReady(p) || p.DeletionTimestamp != nil {
+		// As upstream, with OrderedReady the next ordinal waits for this
+		// one to be available (Running and Ready for minReadySeconds),
+		// not just Ready; RequeueAfter wakes the sync when it is.
+		if !available(set, p, in.Now) || p.DeletionTimestamp != nil {
 			healthy = false
 			if monotonic {
 				return plan, nil
 			}
 		}
 	}
-	// Scale down, highest ordinal first.
+	// Scale down, highest ordinal first. As upstream, with OrderedReady an
+	// unavailable condemned pod waits unless it is the lowest unavailable
+	// one (the others are removed first, from the top).
+	var firstUnavailable *corev1.Pod
+	for _, p := range condemned {
+		if !available(set, p, in.Now) || p.DeletionTimestamp != nil {
+			firstUnavailable = p
+		}
+	}
 	for _, p := range condemned {
 		if p.DeletionTimestamp != nil {
 			if monotonic {
@@ -195,7 +208,7 @@ func Decide(in Input) (Plan, error) {
 			}
 			continue
 		}
-		if monotonic && !healthy {
+		if monotonic && (!healthy || (!available(set, p, in.Now) && p != firstUnavailable)) {
 			return plan, nil
 		}
 		plan.DeletePods = append(plan.DeletePods, p)
@@ -214,7 +227,8 @@ func Decide(in Input) (Plan, error) {
 				plan.DeletePods = append(plan.DeletePods, p)
 				break
 			}
-			if p.DeletionTimestamp != nil || !runningAndReady(p) {
+			// The updated pod must be available before the next goes.
+			if p.DeletionTimestamp != nil || !available(set, p, in.Now) {
 				break
 			}
 		}
@@ -232,6 +246,12 @@ func derefInt32(p *int32, def int32) int32 {
 
 func runningAndReady(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodRunning && replicaset.PodReady(p)
+}
+
+// available reports whether p is Running and Ready for the set's
+// minReadySeconds at now (upstream isRunningAndAvailable).
+func available(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
+	return p.Status.Phase == corev1.PodRunning && replicaset.PodAvailable(p, set.Spec.MinReadySeconds, now)
 }
 
 // revisionData is the template snapshot a ControllerRevision holds, in
@@ -504,10 +524,13 @@ func status(set *appsv1.StatefulSet, byOrdinal map[int]*corev1.Pod, condemned []
 	return st
 }
 
-// untilAvailable is when the first ready pod not yet available becomes so.
-func untilAvailable(set *appsv1.StatefulSet, byOrdinal map[int]*corev1.Pod, now time.Time) time.Duration {
+// untilAvailable is when the first ready pod not yet available becomes so
+// (0: none): status.availableReplicas changes then, and an ordered set
+// waiting on that pod moves on.
+func untilAvailable(set *appsv1.StatefulSet, byOrdinal map[int]*corev1.Pod, condemned []*corev1.Pod, now time.Time) time.Duration {
 	var next time.Duration
-	for _, p := range byOrdinal {
+	pods := slices.Collect(maps.Values(byOrdinal))
+	for _, p := range append(pods, condemned...) {
 		if wait, ok := replicaset.UntilAvailable(p, set.Spec.MinReadySeconds, now); ok && wait > 0 && (next == 0 || wait < next) {
 			next = wait
 		}

@@ -337,3 +337,190 @@ func TestRolloutFinishes(t *testing.T) {
 		t.Errorf("revisions: got %d, want 2 numbered 1 and 2", len(w.revs))
 	}
 }
+
+func minReady(s int32) setOpt { return func(set *appsv1.StatefulSet) { set.Spec.MinReadySeconds = s } }
+
+// readyFor makes pod name Running and Ready since d before t0.
+func (w *world) readyFor(name string, d time.Duration) {
+	p := w.pods[name]
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(t0.Add(-d))}}
+}
+
+// step runs one sync and applies it, new pods coming up ready.
+func (w *world) step(t *testing.T) {
+	t.Helper()
+	w.apply(w.decide(t), true)
+}
+
+func TestMinReadySeconds(t *testing.T) {
+	const min = 10 * time.Second
+	tests := []struct {
+		name          string
+		setup         func(t *testing.T) *world
+		wantCreate    string
+		wantDelete    string
+		wantReady     int32
+		wantAvailable int32
+		wantRequeue   time.Duration
+	}{
+		{
+			name: "a pod ready for minReadySeconds less 1 ms is not available, and the ordered set waits and requeues for the rest",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3, minReady(10)))
+				w.step(t)
+				w.readyFor("web-0", min-time.Millisecond)
+				return w
+			},
+			wantReady: 1, wantAvailable: 0, wantRequeue: 2 * time.Millisecond,
+		},
+		{
+			name: "a pod ready for exactly minReadySeconds is not yet available, as upstream (ready for more than that)",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3, minReady(10)))
+				w.step(t)
+				w.readyFor("web-0", min)
+				return w
+			},
+			wantReady: 1, wantAvailable: 0, wantRequeue: time.Millisecond,
+		},
+		{
+			name: "a pod ready for minReadySeconds plus 1 ms is available and the ordered set creates the next ordinal",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3, minReady(10)))
+				w.step(t)
+				w.readyFor("web-0", min+time.Millisecond)
+				return w
+			},
+			wantCreate: "web-1", wantReady: 1, wantAvailable: 1,
+		},
+		{
+			name: "with minReadySeconds 0 a pod that just became ready is available",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3))
+				w.step(t)
+				w.readyFor("web-0", 0)
+				return w
+			},
+			wantCreate: "web-1", wantReady: 1, wantAvailable: 1,
+		},
+		{
+			name: "a ready pod whose condition has no transition time never becomes available",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3, minReady(10)))
+				w.step(t)
+				return w
+			},
+			wantReady: 1, wantAvailable: 0,
+		},
+		{
+			name: "a parallel set does not wait for availability and requeues for the pod closest to it",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3, parallel, minReady(10)))
+				w.step(t)
+				w.readyFor("web-0", 3*time.Second)
+				w.readyFor("web-1", 7*time.Second)
+				w.readyFor("web-2", time.Hour)
+				w.set.Spec.Replicas = ptr.To[int32](4)
+				return w
+			},
+			wantCreate: "web-3", wantReady: 3, wantAvailable: 1, wantRequeue: 3*time.Second + time.Millisecond,
+		},
+		{
+			name: "a rolling update waits for the updated pod to be available before replacing the next",
+			setup: func(t *testing.T) *world {
+				w := rolledOne(t)
+				w.readyFor("web-2", 5*time.Second)
+				return w
+			},
+			wantReady: 3, wantAvailable: 2, wantRequeue: 5*time.Second + time.Millisecond,
+		},
+		{
+			name: "a rolling update replaces the next ordinal once the updated pod is available",
+			setup: func(t *testing.T) *world {
+				w := rolledOne(t)
+				w.readyFor("web-2", min+time.Second)
+				return w
+			},
+			wantDelete: "web-1", wantReady: 3, wantAvailable: 3,
+		},
+		{
+			name: "scaling an ordered set down waits for the pods that stay to be available",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3))
+				w.converge(t)
+				minReady(10)(w.set)
+				w.readyFor("web-0", time.Hour)
+				w.readyFor("web-1", time.Second)
+				w.readyFor("web-2", time.Hour)
+				w.set.Spec.Replicas = ptr.To[int32](2)
+				return w
+			},
+			wantReady: 3, wantAvailable: 2, wantRequeue: 9*time.Second + time.Millisecond,
+		},
+		{
+			name: "scaling an ordered set down keeps an unavailable condemned pod above a lower unavailable one",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3))
+				w.converge(t)
+				minReady(10)(w.set)
+				w.readyFor("web-0", time.Hour)
+				w.readyFor("web-1", time.Second)
+				w.readyFor("web-2", 2*time.Second)
+				w.set.Spec.Replicas = ptr.To[int32](1)
+				return w
+			},
+			wantReady: 3, wantAvailable: 1, wantRequeue: 8*time.Second + time.Millisecond,
+		},
+		{
+			name: "scaling an ordered set down deletes an unavailable condemned pod when it is the lowest unavailable one",
+			setup: func(t *testing.T) *world {
+				w := newWorld(mkSet(3))
+				w.converge(t)
+				minReady(10)(w.set)
+				w.readyFor("web-0", time.Hour)
+				w.readyFor("web-1", time.Hour)
+				w.readyFor("web-2", 2*time.Second)
+				w.set.Spec.Replicas = ptr.To[int32](1)
+				return w
+			},
+			wantDelete: "web-2", wantReady: 3, wantAvailable: 2, wantRequeue: 8*time.Second + time.Millisecond,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := tt.setup(t).decide(t)
+			if got := names(plan.CreatePods); got != tt.wantCreate {
+				t.Errorf("create pods %q, want %q", got, tt.wantCreate)
+			}
+			if got := names(plan.DeletePods); got != tt.wantDelete {
+				t.Errorf("delete pods %q, want %q", got, tt.wantDelete)
+			}
+			if st := plan.Status; st.ReadyReplicas != tt.wantReady || st.AvailableReplicas != tt.wantAvailable {
+				t.Errorf("ready %d available %d, want %d and %d", st.ReadyReplicas, st.AvailableReplicas, tt.wantReady, tt.wantAvailable)
+			}
+			if plan.RequeueAfter != tt.wantRequeue {
+				t.Errorf("requeue after %v, want %v", plan.RequeueAfter, tt.wantRequeue)
+			}
+		})
+	}
+}
+
+// rolledOne is a 3-pod set with minReadySeconds 10 in the middle of a
+// rolling update: web-2 runs the new template, web-0 and web-1 the old one
+// and have been ready for an hour.
+func rolledOne(t *testing.T) *world {
+	w := newWorld(mkSet(3))
+	w.converge(t)
+	image("v2")(w.set)
+	w.step(t) // deletes web-2
+	w.step(t) // creates it from the new revision
+	if w.pods["web-2"] == nil || w.pods["web-2"].Spec.Containers[0].Image != "v2" {
+		t.Fatalf("web-2 not recreated from the new template: %+v", w.pods["web-2"])
+	}
+	minReady(10)(w.set)
+	w.readyFor("web-0", time.Hour)
+	w.readyFor("web-1", time.Hour)
+	return w
+}

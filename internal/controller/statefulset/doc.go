@@ -2,9 +2,10 @@
 // issue 14): pods with stable names <set>-<ordinal>, each with its own
 // PersistentVolumeClaims <template>-<set>-<ordinal> made from
 // spec.volumeClaimTemplates; OrderedReady (one pod at a time, in ordinal
-// order, each waiting for the previous to be Running and Ready; scale-down
+// order, each waiting for the previous to be Running and available; scale-down
 // from the highest ordinal) or Parallel management; RollingUpdate (highest
-// ordinal first, down to the partition) or OnDelete updates; and
+// ordinal first, down to the partition, each updated pod available before
+// the next goes) or OnDelete updates; and
 // ControllerRevisions that snapshot each template, so status.currentRevision
 // and status.updateRevision tell `kubectl rollout status sts/x` where the
 // rollout is.
@@ -16,6 +17,13 @@
 // (Controller) feeds it from the informers and writes through the API,
 // using package ownership for the owner events, the claim and the status
 // write.
+//
+// A pod is available once it has been Ready for more than
+// spec.minReadySeconds (its Ready condition's lastTransitionTime, compared
+// with the injected now; at once when 0), as upstream apps/v1;
+// status.availableReplicas counts those, and while a Ready pod is not yet
+// available the sync asks to be run again when the first such pod becomes
+// so (Plan.RequeueAfter).
 //
 // Claims follow spec.persistentVolumeClaimRetentionPolicy: whenDeleted
 // Delete makes the set an owner of every claim (the garbage collector
