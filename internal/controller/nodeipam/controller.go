@@ -202,6 +202,19 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	alloc := c.allocator()
+	if Decide(n) == Allocate {
+		// The cache may not show this controller's own patch yet (an
+		// update of the node's status can arrive first): ask the API before
+		// reserving, so a node is never given blocks twice.
+		n, err = c.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			c.setWaiting(name, false)
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("get node %s: %w", name, err)
+		}
+	}
 	switch Decide(n) {
 	case Release:
 		c.setWaiting(name, false)
