@@ -62,7 +62,8 @@ func (z *Authorizer) Impersonation(objs Objects, next http.Handler) http.Handler
 			}
 		}
 		for name := range r.Header {
-			if strings.HasPrefix(http.CanonicalHeaderKey(name), "Impersonate-") {
+			switch k := http.CanonicalHeaderKey(name); {
+			case k == HeaderImpersonateUser, k == HeaderImpersonateGroup, k == HeaderImpersonateUID:
 				r.Header.Del(name)
 			}
 		}
@@ -70,10 +71,13 @@ func (z *Authorizer) Impersonation(objs Objects, next http.Handler) http.Handler
 	})
 }
 
-// impersonating reports whether h asks for impersonation at all.
+// impersonating reports whether h asks for impersonation at all: any of
+// the impersonation headers (other Impersonate-* headers mean nothing, as
+// upstream).
 func impersonating(h http.Header) bool {
 	for name := range h {
-		if strings.HasPrefix(http.CanonicalHeaderKey(name), "Impersonate-") {
+		switch k := http.CanonicalHeaderKey(name); {
+		case k == HeaderImpersonateUser, k == HeaderImpersonateGroup, k == HeaderImpersonateUID, strings.HasPrefix(k, headerImpersonateExtra):
 			return true
 		}
 	}
@@ -84,7 +88,7 @@ func impersonating(h http.Header) bool {
 // and the authorization checks the requester must pass.
 func impersonationRequest(h http.Header) (*authn.User, []Attributes, error) {
 	name := h.Get(HeaderImpersonateUser)
-	groups := h.Values(HeaderImpersonateGroup)
+	groups := slices.Clone(h.Values(HeaderImpersonateGroup))
 	uid := h.Get(HeaderImpersonateUID)
 	for key := range h {
 		if k := http.CanonicalHeaderKey(key); strings.HasPrefix(k, headerImpersonateExtra) {
