@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodeplane/nodeplane/internal/cloud/static"
 )
@@ -110,11 +110,16 @@ func TestProviderAnswersFromTheFile(t *testing.T) {
 	}
 }
 
+// TestReload runs in a synctest bubble: the reload loop's ticker runs on
+// bubble time, and synctest.Wait lets it finish each pass.
 func TestReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.yaml")
+	synctest.Test(t, func(t *testing.T) { testReload(t, path) })
+}
+
+func testReload(t *testing.T, path string) {
 	write(t, path, good)
-	clk := clocktesting.NewFakeClock(time.Now())
-	p, err := static.New(static.Config{Path: path, ReloadPeriod: time.Second, Clock: clk})
+	p, err := static.New(static.Config{Path: path, ReloadPeriod: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,16 +129,14 @@ func TestReload(t *testing.T) {
 	ctx := context.Background()
 	n2 := node("rack1-n2", "")
 
-	// tick steps the fake clock until the reload loop has run and cond holds.
+	// tick lets one reload period pass (bubble time) and the loop run, then
+	// checks cond.
 	tick := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("after reloads: %s does not hold", what)
-			}
-			clk.Step(time.Second)
-			time.Sleep(5 * time.Millisecond) // poll interval inside a deadline
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !cond() {
+			t.Fatalf("after a reload: %s does not hold", what)
 		}
 	}
 

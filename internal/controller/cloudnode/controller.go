@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
@@ -93,11 +92,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 			c.queue.Add(n.Name)
 		}
 	}
-	_, err := ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-	})
-	return err
+	return manager.OnAddOrUpdate(ni.Informer(), enqueue)
 }
 
 // Run implements manager.Controller.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -74,4 +75,15 @@ func processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface
 func NewQueue(name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk})
+}
+
+// OnAddOrUpdate calls handle with every object inf adds or updates (the
+// current version): the level-based controllers that enqueue a key for
+// what they see and ignore deletions.
+func OnAddOrUpdate(inf cache.SharedInformer, handle func(obj any)) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, cur any) { handle(cur) },
+	})
+	return err
 }

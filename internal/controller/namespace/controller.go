@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -79,11 +78,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 			c.queue.Add(ns.Name)
 		}
 	}
-	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	})
-	return err
+	return manager.OnAddOrUpdate(inf.Informer(), enqueue)
 }
 
 // Run implements manager.Controller.

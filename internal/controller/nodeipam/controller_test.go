@@ -119,15 +119,29 @@ func TestControllerRebuildsAllocatesAndReuses(t *testing.T) {
 func TestControllerStopsOnNodesThatDoNotFit(t *testing.T) {
 	opts := nodeipam.Options{AllocateNodeCIDRs: true, CIDRAllocatorType: nodeipam.RangeAllocator, ClusterCIDR: "10.0.0.0/16"}
 	c, ctrl, ctx := start(t, opts, node("stray", "192.168.0.0/24"), node("fresh"))
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		n, err := c.CoreV1().Nodes().Get(ctx, "fresh", metav1.GetOptions{})
-		if err != nil || len(n.Spec.PodCIDRs) > 0 {
-			t.Fatalf("node fresh got %v (%v) from a controller that should not have started", n.Spec.PodCIDRs, err)
+	// Watch node changes for a bounded window: the first patch of a node
+	// fails the test.
+	w, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if n, err := c.CoreV1().Nodes().Get(ctx, "fresh", metav1.GetOptions{}); err != nil || len(n.Spec.PodCIDRs) > 0 {
+		t.Fatalf("node fresh got %v (%v) from a controller that should not have started", n.Spec.PodCIDRs, err)
+	}
+	window := time.NewTimer(500 * time.Millisecond)
+	defer window.Stop()
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if n, ok := ev.Object.(*corev1.Node); ok && len(n.Spec.PodCIDRs) > 0 && n.Name != "stray" {
+				t.Fatalf("node %s got %v from a controller that should not have started", n.Name, n.Spec.PodCIDRs)
+			}
+		case <-window.C:
+			if ctrl.Stats() != nil {
+				t.Fatalf("Stats() = %+v, want nil: the rebuild failed", ctrl.Stats())
+			}
+			return
 		}
-		if ctrl.Stats() != nil {
-			t.Fatalf("Stats() = %+v, want nil: the rebuild failed", ctrl.Stats())
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval inside the observation window
 	}
 }

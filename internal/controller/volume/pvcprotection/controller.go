@@ -57,10 +57,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	core := term.Informers.Core().V1()
 	c.claims = core.PersistentVolumeClaims().Lister()
 	c.pods = core.Pods().Lister()
-	if _, err := core.PersistentVolumeClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueClaim,
-		UpdateFunc: func(_, cur any) { c.enqueueClaim(cur) },
-	}); err != nil {
+	if err := manager.OnAddOrUpdate(core.PersistentVolumeClaims().Informer(), c.enqueueClaim); err != nil {
 		return err
 	}
 	// A pod that goes (or is bound) may free (or hold) its claims.

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -58,11 +57,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 			c.queue.Add(pv.Name)
 		}
 	}
-	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-	})
-	return err
+	return manager.OnAddOrUpdate(inf.Informer(), enqueue)
 }
 
 // Run implements manager.Controller.
