@@ -231,6 +231,28 @@ func (c Config) Conflicts(files []File) ([]string, error) {
 	return out, nil
 }
 
+// Current reports whether every one of files is already on the target
+// with the same content and mode: writing them again would change nothing.
+func (c Config) Current(files []File) (bool, error) {
+	for _, f := range files {
+		data, err := os.ReadFile(c.path(f.Path))
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		fi, err := os.Stat(c.path(f.Path))
+		if err != nil {
+			return false, err
+		}
+		if !bytes.Equal(data, f.Data) || fi.Mode().Perm() != f.Mode.Perm() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // Apply writes files (each atomically: a temporary file renamed into
 // place) after checking that none of them is someone else's: on a
 // conflict it writes nothing.
@@ -286,8 +308,8 @@ func (c Config) MakeDataDir(dir string) error {
 }
 
 // InstallBinary copies src to the target's path dst unless they are the same
-// file; it replaces dst atomically, so a running process keeps its old
-// image.
+// file or dst already holds the same bytes; it replaces dst atomically, so
+// a running process keeps its old image.
 func (c Config) InstallBinary(src, dst string) (copied bool, err error) {
 	to := c.path(dst)
 	si, err := os.Stat(src)
@@ -300,6 +322,11 @@ func (c Config) InstallBinary(src, dst string) (copied bool, err error) {
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return false, err
+	}
+	if current, err := c.Current([]File{{Path: dst, Mode: 0o755, Data: data}}); err != nil {
+		return false, err
+	} else if current {
+		return false, nil
 	}
 	return true, c.write(File{Path: dst, Mode: 0o755, Data: data})
 }

@@ -274,3 +274,79 @@ func TestRemoveTakesOnlyItsOwnFiles(t *testing.T) {
 		t.Error("the data dir survived --purge")
 	}
 }
+
+func TestCurrentTellsWhetherAnInstallWouldChangeAnything(t *testing.T) {
+	render := func(args ...string) []install.File {
+		files, err := install.Render(install.Spec{Role: install.Agent, Args: args, Version: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	for _, tt := range []struct {
+		name    string
+		before  []install.File // applied first
+		chmod   string         // a file whose mode is then changed to 0644
+		install []install.File
+		want    bool
+	}{
+		{"nothing installed yet is not current", nil, "", render("--server=https://x:6443"), false},
+		{"the same files with the same flags are current", render("--server=https://x:6443"), "", render("--server=https://x:6443"), true},
+		{"other flags are not current", render("--server=https://x:6443"), "", render("--server=https://y:6443"), false},
+		{"an env file whose mode was changed is not current", render("--server=https://x:6443"), install.EnvPath(install.Agent), render("--server=https://x:6443"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := install.Config{Root: t.TempDir()}
+			if tt.before != nil {
+				if err := cfg.Apply(tt.before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.chmod != "" {
+				if err := os.Chmod(filepath.Join(cfg.Root, tt.chmod), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := cfg.Current(tt.install)
+			if err != nil || got != tt.want {
+				t.Errorf("Current = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestInstallBinaryCopiesOnlyWhatDiffers(t *testing.T) {
+	cfg := install.Config{Root: t.TempDir()}
+	src := filepath.Join(t.TempDir(), "nodeplane")
+	if err := os.WriteFile(src, []byte("v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(cfg.Root, install.BinaryPath)
+	for _, step := range []struct {
+		name       string
+		content    string // of src; "" keeps it
+		wantCopied bool
+	}{
+		{"a first install copies the binary", "", true},
+		{"the same bytes again are not copied", "", false},
+		{"a new binary is copied", "v2", true},
+	} {
+		if step.content != "" {
+			if err := os.WriteFile(src, []byte(step.content), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copied, err := cfg.InstallBinary(src, install.BinaryPath)
+		if err != nil || copied != step.wantCopied {
+			t.Errorf("%s: copied = %v, %v; want %v", step.name, copied, err, step.wantCopied)
+		}
+		want, _ := os.ReadFile(src)
+		if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: installed binary %q, %v; want %q", step.name, got, err, want)
+		}
+	}
+	// Run from the installed path itself: the same file, nothing to copy.
+	if copied, err := cfg.InstallBinary(dst, install.BinaryPath); err != nil || copied {
+		t.Errorf("installing the installed binary over itself: copied = %v, %v; want false", copied, err)
+	}
+}

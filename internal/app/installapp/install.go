@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -101,6 +102,11 @@ func UninstallCommand(stdout io.Writer) *cobra.Command {
 				}
 				if contains(installed, r) && systemctlApplies(o.root) {
 					if err := systemctl(cmd.Context(), stdout, "disable", "--now", install.UnitName(r)); err != nil {
+						return err
+					}
+					// The agent's unit stops only the agent
+					// (KillMode=process): its pods are still running.
+					if err := stopLeftovers(cmd.Context(), stdout, install.UnitName(r)); err != nil {
 						return err
 					}
 				}
@@ -230,27 +236,109 @@ func runInstall(ctx context.Context, o options, role string, args []string, stdo
 	if copied {
 		fmt.Fprintf(stdout, "installed %s\n", install.BinaryPath)
 	}
-	if err := cfg.Apply(files); err != nil {
+	unit := install.UnitName(role)
+	current, err := cfg.Current(files)
+	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		fmt.Fprintf(stdout, "wrote %s\n", f.Path)
+	if current {
+		fmt.Fprintf(stdout, "%s is already installed with these flags: no file changed\n", unit)
+	} else {
+		if err := cfg.Apply(files); err != nil {
+			return err
+		}
+		for _, f := range files {
+			fmt.Fprintf(stdout, "wrote %s\n", f.Path)
+		}
 	}
 	if err := cfg.MakeDataDir(dataDir); err != nil {
 		return err
 	}
 	if !o.start || !systemctlApplies(o.root) {
-		fmt.Fprintf(stdout, "start it with: systemctl daemon-reload && systemctl enable --now %s\n", install.UnitName(role))
+		fmt.Fprintf(stdout, "start it with: systemctl daemon-reload && systemctl enable --now %s\n", unit)
 		return nil
 	}
-	if err := systemctl(ctx, stdout, "daemon-reload"); err != nil {
+	changed := copied || !current
+	if changed {
+		if err := systemctl(ctx, stdout, "daemon-reload"); err != nil {
+			return err
+		}
+	}
+	if err := systemctl(ctx, stdout, "enable", unit); err != nil {
 		return err
 	}
-	if err := systemctl(ctx, stdout, "enable", "--now", install.UnitName(role)); err != nil {
+	// A changed unit, flag or binary takes effect only in a new process:
+	// restart starts a stopped unit and restarts a running one. Unchanged,
+	// start leaves a running unit alone. Both return once systemd has the
+	// service's READY=1 (Type=notify).
+	verb := "start"
+	if changed {
+		verb = "restart"
+	}
+	if err := systemctl(ctx, stdout, verb, unit); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s is running (journalctl -u %s)\n", install.UnitName(role), install.UnitName(role))
+	fmt.Fprintf(stdout, "%s is running (journalctl -u %s)\n", unit, unit)
 	return nil
+}
+
+// Leftovers are stopped with SIGTERM, then SIGKILL after leftoverGrace;
+// leftoverPoll is how often the unit's control group is looked at.
+const (
+	leftoverGrace = 10 * time.Second
+	leftoverPoll  = 100 * time.Millisecond
+)
+
+// stopLeftovers ends the processes a stopped unit left in its control group
+// (the agent's pods: their shims and containers), which would otherwise
+// run on with no unit to account for them: SIGTERM to all of them, SIGKILL
+// to what is left after leftoverGrace. systemd drops the control group of
+// an inactive unit once it is empty.
+func stopLeftovers(ctx context.Context, stdout io.Writer, unit string) error {
+	cgroup := func() (string, error) {
+		out, err := exec.CommandContext(ctx, "systemctl", "show", "--property=ControlGroup", "--value", unit).Output()
+		if err != nil {
+			return "", fmt.Errorf("systemctl show %s: %w", unit, err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	wait := func(d time.Duration) (bool, error) {
+		deadline := time.NewTimer(d)
+		defer deadline.Stop()
+		tick := time.NewTicker(leftoverPoll)
+		defer tick.Stop()
+		for {
+			cg, err := cgroup()
+			if err != nil || cg == "" {
+				return cg == "", err
+			}
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-deadline.C:
+				return false, nil
+			case <-tick.C:
+			}
+		}
+	}
+	if cg, err := cgroup(); err != nil || cg == "" {
+		return err
+	}
+	fmt.Fprintf(stdout, "stopping the processes %s left running (its pods)\n", unit)
+	for _, sig := range []string{"SIGTERM", "SIGKILL"} {
+		// --kill-who: the spelling systemd before 252 knows too.
+		if err := systemctl(ctx, io.Discard, "kill", "--kill-who=all", "--signal="+sig, unit); err != nil {
+			// They may all have exited since the last look.
+			if cg, cgErr := cgroup(); cgErr == nil && cg == "" {
+				return nil
+			}
+			return err
+		}
+		if gone, err := wait(leftoverGrace); err != nil || gone {
+			return err
+		}
+	}
+	return fmt.Errorf("processes of %s still running %v after SIGKILL (see systemctl status %s)", unit, leftoverGrace, unit)
 }
 
 func systemctlApplies(root string) bool { return root == "/" || root == "" }
