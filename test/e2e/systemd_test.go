@@ -513,6 +513,25 @@ func TestSystemdInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("installing the agent again with another flag restarts it with that flag and keeps the pod's process", func(t *testing.T) {
+		before := m.show("nodeplane-agent.service", "MainPID")
+		res := m.exec(3*time.Minute, "/usr/local/bin/nodeplane", "install", "agent", "--",
+			"--server", "https://127.0.0.1:6443", "--token-file", "/var/lib/nodeplane/server/node-token", "--log-level", "debug")
+		if res.code != 0 || !strings.Contains(res.stdout, "wrote /etc/nodeplane/agent.env") {
+			t.Fatalf("install agent with --log-level debug: exit %d, stdout %q, stderr %q; want agent.env rewritten", res.code, res.stdout, res.stderr)
+		}
+		after := m.show("nodeplane-agent.service", "ActiveState", "MainPID")
+		if after["ActiveState"] != "active" || after["MainPID"] == before["MainPID"] {
+			t.Fatalf("agent after the changed install %v (MainPID before %s): want active with a new main process", after, before["MainPID"])
+		}
+		if cmdline, _ := m.readFile("/proc/" + after["MainPID"] + "/cmdline"); !strings.Contains(cmdline, "--log-level\x00debug") {
+			t.Errorf("the restarted agent runs %q, without the new flag", strings.ReplaceAll(cmdline, "\x00", " "))
+		}
+		if got, ok := m.pidStart(pid); !ok || got != startTicks {
+			t.Errorf("the pod's process (PID %s) did not survive the agent's restart", pid)
+		}
+	})
+
 	t.Run("stopping the server is a clean exit", func(t *testing.T) {
 		m.must(3*time.Minute, "systemctl", "stop", "nodeplane-server.service")
 		got := m.show("nodeplane-server.service", "ActiveState", "Result", "ExecMainCode", "ExecMainStatus")

@@ -70,7 +70,8 @@ func UninstallCommand(stdout io.Writer) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := install.Config{Root: o.root}
-			roles := install.Roles
+			// The agent first: it runs after the server and uses it.
+			roles := []string{install.Agent, install.Server}
 			if len(args) == 1 {
 				if args[0] != install.Server && args[0] != install.Agent {
 					return fmt.Errorf("role %q: want %s or %s", args[0], install.Server, install.Agent)
