@@ -459,6 +459,16 @@ func TestSystemdInstall(t *testing.T) {
 			}
 			return fmt.Errorf("agent PID %s: no delay lock on shutdown in\n%s%s", agentProps["MainPID"], out.stdout, out.stderr)
 		})
+		// logind's default InhibitDelayMaxSec (5 s) is below the agent's
+		// 30 s shutdown budget: the agent raised it and logind reloaded.
+		eventually(t, 30*time.Second, "logind's InhibitDelayMaxUSec raised to the agent's 30 s budget", func() error {
+			out := m.exec(30*time.Second, "busctl", "get-property", "org.freedesktop.login1", "/org/freedesktop/login1",
+				"org.freedesktop.login1.Manager", "InhibitDelayMaxUSec")
+			if got := strings.TrimSpace(out.stdout); got != "t 30000000" {
+				return fmt.Errorf("InhibitDelayMaxUSec %q %s", got, out.stderr)
+			}
+			return nil
+		})
 	})
 
 	// A pod, run by the process runtime under the agent's unit.
