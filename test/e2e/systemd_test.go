@@ -95,7 +95,7 @@ type machine struct {
 	name string
 }
 
-// exec runs argv in the machine (as root unless user is set) and returns its
+// execAs runs argv in the machine (as root unless user is set) and returns its
 // stdout, stderr and exit code; it fails the test only if docker itself
 // cannot run it in time.
 func (m *machine) execAs(user string, timeout time.Duration, argv ...string) cliResult {
@@ -126,6 +126,7 @@ func (m *machine) execAs(user string, timeout time.Duration, argv ...string) cli
 	return res
 }
 
+// exec runs argv in the machine as root.
 func (m *machine) exec(timeout time.Duration, argv ...string) cliResult {
 	m.t.Helper()
 	return m.execAs("", timeout, argv...)

@@ -39,7 +39,9 @@ func Command(stdout io.Writer) *cobra.Command {
 		Long: `Install nodeplane as a systemd service (Type=notify: ready once the server serves /readyz, or once
 the agent has registered its Node). The words after -- are the flags of ` + "`nodeplane server`" + ` or
 ` + "`nodeplane agent`" + `, checked as those commands check them and kept in /etc/nodeplane/<role>.env; --data-dir
-defaults to /var/lib/nodeplane/<role>. Files nodeplane did not write are never overwritten.
+defaults to /var/lib/nodeplane/<role>. Files nodeplane did not write are never overwritten. Installing
+again with the same flags changes nothing; with other flags (or a newer binary) it rewrites its files and
+restarts the unit (the agent's pods keep running).
 
   nodeplane install server -- --tls-san api.example.com
   nodeplane install agent -- --server https://api.example.com:6443 --token-file /etc/nodeplane/join-token`,
@@ -66,7 +68,7 @@ func UninstallCommand(stdout io.Writer) *cobra.Command {
 	var purge bool
 	cmd := &cobra.Command{
 		Use:   "uninstall [server|agent]",
-		Short: "Stop, disable and remove the systemd units `nodeplane install` wrote (all roles by default); --purge also removes /var/lib/nodeplane/<role>",
+		Short: "Stop, disable and remove the systemd units `nodeplane install` wrote (all roles by default) and stop the pods the agent leaves running; --purge also removes /var/lib/nodeplane/<role>",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := install.Config{Root: o.root}
