@@ -193,7 +193,7 @@ type readyzWatch struct {
 func watchReadyz(ctx context.Context, url string) *readyzWatch {
 	w := &readyzWatch{done: make(chan struct{})}
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // only the answer matters here
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // only the answer matters here
 		DisableKeepAlives: true,
 	}}
 	go func() {
