@@ -114,13 +114,15 @@ func TestTaintEvictionAcrossARestartWithDefaultTimingsWhileNodesChurn(t *testing
 	var history []string
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
+	// One client for the whole test: the restarted server keeps its port and
+	// credentials.
+	wcs, err := kubernetes.NewForConfig(s.restConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		last := ""
 		for watchCtx.Err() == nil {
-			wcs, err := kubernetes.NewForConfig(s.restConfig())
-			if err != nil {
-				return
-			}
 			w, err := wcs.CoreV1().Nodes().Watch(watchCtx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", victimNode).String()})
 			if err != nil {
 				select {
@@ -182,13 +184,9 @@ func TestTaintEvictionAcrossARestartWithDefaultTimingsWhileNodesChurn(t *testing
 			}
 		}
 	}()
-	churnClient, err := kubernetes.NewForConfig(s.restConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	go func() {
 		defer churn.Done()
-		churnPods(churnCtx, churnClient, churnNodes)
+		churnPods(churnCtx, wcs, churnNodes)
 	}()
 
 	post(t, control+"/pause?node="+victimNode)
