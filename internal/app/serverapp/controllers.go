@@ -2,13 +2,10 @@ package serverapp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -221,27 +218,18 @@ func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, m
 }
 
 // runControllers runs the controller manager until ctx ends.
-func runControllers(ctx context.Context, o Controllers, client kubernetes.Interface, controllers []manager.Controller, clk clock.WithTicker, log *slog.Logger) error {
+func runControllers(ctx context.Context, o Controllers, client kubernetes.Interface, controllers []manager.Controller, identity string, clk clock.WithTicker, log *slog.Logger) error {
 	return manager.Run(ctx, manager.Config{
 		Client:        client,
 		Controllers:   controllers,
 		LeaderElect:   o.LeaderElect,
-		Identity:      identity(),
+		Identity:      identity,
 		LeaseDuration: o.LeaseDuration,
 		RenewDeadline: o.RenewDeadline,
 		RetryPeriod:   o.RetryPeriod,
 		Clock:         clk,
 		Logger:        log.With("component", "controller-manager"),
 	})
-}
-
-// identity names this server in leader election: host name plus a random
-// suffix, so two servers on one host differ.
-func identity() string {
-	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return host + "_" + hex.EncodeToString(b)
 }
 
 // zonesHandler serves the node lifecycle controller's live view

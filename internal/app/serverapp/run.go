@@ -531,7 +531,9 @@ func (s *server) startControllers(ctx context.Context, set controllerSet) (done 
 	var err error
 	go func() {
 		defer close(finished)
-		err = runControllers(ctx, s.opts.Controllers, set.client, set.controllers, s.clock, s.log)
+		id, release := leaderIdentity(s.opts.DataDir, s.log)
+		defer release()
+		err = runControllers(ctx, s.opts.Controllers, set.client, set.controllers, id, s.clock, s.log)
 	}()
 	return finished, func() error {
 		cancel()
