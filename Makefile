@@ -4,7 +4,7 @@ GO ?= go
 TEST_TIMEOUT ?= 40m
 GOLANGCI_LINT ?= golangci-lint
 
-.PHONY: build test test-short bench vet lint release
+.PHONY: build test test-short bench vet lint release size-check
 
 # Release builds: static (no cgo), stripped (-s -w), reproducible paths
 # (-trimpath), the version and commit stamped in (nodeplane version).
@@ -29,6 +29,15 @@ release:
 	done
 	cd $(DIST) && sha256sum nodeplane-* > SHA256SUMS
 	ls -l $(DIST)
+
+# size-check builds the release binaries and fails if one outgrows its size
+# budget (test/e2e TestBinarySizeBudget; figures in docs/install.md). The
+# full test tier runs the same test on a stripped build for this machine.
+size-check: release
+	set -e; for p in $(RELEASE_PLATFORMS); do \
+		bin=$(abspath $(DIST))/nodeplane-$${p%/*}-$${p#*/}; \
+		NODEPLANE_BIN=$$bin NODEPLANE_RELEASE_BIN=$$bin $(GO) test ./test/e2e -run '^TestBinarySizeBudget$$' -count=1 -v; \
+	done
 
 test:
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...

@@ -50,7 +50,9 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "nodeplane")
-	cmd := exec.Command("go", "build", "-o", binary, "../../cmd/nodeplane")
+	// The release build tags (Makefile BUILD_TAGS), so the tests run the code
+	// that ships.
+	cmd := exec.Command("go", "build", "-tags", releaseTags, "-o", binary, "../../cmd/nodeplane")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build nodeplane: %v\n%s", err, out)
