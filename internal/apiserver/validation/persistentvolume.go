@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -47,7 +46,7 @@ func PersistentVolumeUpdate(pv, old *corev1.PersistentVolume) field.ErrorList {
 		newSrc.CSI.ControllerExpandSecretRef = nil
 	}
 	if !equality.Semantic.DeepEqual(newSrc, old.Spec.PersistentVolumeSource) {
-		diff := cmp.Diff(old.Spec.PersistentVolumeSource, newSrc)
+		diff := fieldDiff(old.Spec.PersistentVolumeSource, newSrc)
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), fmt.Sprintf("spec.persistentvolumesource is immutable after creation\n%v", diff)))
 	}
 	// kube reports this one without the spec prefix.

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -164,7 +163,7 @@ func PodUpdate(p, old *corev1.Pod) field.ErrorList {
 	munged, errs := mungePodSpecForUpdate(&p.Spec, &old.Spec)
 	allErrs = append(allErrs, errs...)
 	if !equality.Semantic.DeepEqual(*munged, old.Spec) {
-		diff := cmp.Diff(old.Spec, *munged)
+		diff := fieldDiff(old.Spec, *munged)
 		allErrs = append(allErrs, field.Forbidden(specPath, fmt.Sprintf("%s\n%v", PodUpdateForbiddenMsg, diff)))
 	}
 	return allErrs
@@ -454,7 +453,7 @@ func PodEphemeralContainersUpdate(p, old *corev1.Pod) field.ErrorList {
 		case !ok:
 			allErrs = append(allErrs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral containers %q may not be removed\n", o.Name)))
 		case !equality.Semantic.DeepEqual(o, *n):
-			allErrs = append(allErrs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral containers %q may not be changed\n%v", o.Name, cmp.Diff(o, *n))))
+			allErrs = append(allErrs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral containers %q may not be changed\n%v", o.Name, fieldDiff(o, *n))))
 		}
 	}
 	return allErrs

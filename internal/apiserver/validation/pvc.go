@@ -3,7 +3,6 @@ package validation
 import (
 	"fmt"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,7 +44,7 @@ func PersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim) field.E
 		}
 	}
 	if !equality.Semantic.DeepEqual(*newSpec, *oldSpec) {
-		diff := cmp.Diff(*oldSpec, *newSpec)
+		diff := fieldDiff(*oldSpec, *newSpec)
 		allErrs = append(allErrs, field.Forbidden(specPath, fmt.Sprintf("spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n%v", diff)))
 	}
 
