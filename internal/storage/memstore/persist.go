@@ -26,7 +26,7 @@ import (
 //     SnapshotInterval and at Close (which also lowers C to S: nothing above
 //     S was handed out, so a clean restart continues exactly at S and a
 //     watch from S goes on without a gap).
-//   - Open restarts the counter at max(S, C). After a crash that skips the
+//   - Open restarts the counter at max(S, C, Config.InitialRevision). After a crash that skips the
 //     unused part of the block; a client holding a revision R from before
 //     the crash can never match a revision given later, and its watch from
 //     R fails with ErrCompacted (410) since the history starts at the
@@ -84,13 +84,10 @@ func openPersister(dir string, block, initial int64, log *slog.Logger) (*persist
 		log.Warn("lease snapshot unreadable; starting empty (holders re-create their leases)", "dir", dir, "err", err)
 		snap = restored{}
 	}
-	r := restored{revision: max(snap.revision, ceiling), items: snap.items}
-	if !haveCeiling {
-		if snap.revision != 0 {
-			return nil, restored{}, fmt.Errorf("memstore %s: snapshot without its revision ceiling file %q (remove the whole directory to start over)", dir, ceilingFile)
-		}
-		r.revision = initial
+	if !haveCeiling && snap.revision != 0 {
+		return nil, restored{}, fmt.Errorf("memstore %s: snapshot without its revision ceiling file %q (remove the whole directory to start over)", dir, ceilingFile)
 	}
+	r := restored{revision: max(snap.revision, ceiling, initial), items: snap.items}
 	p.ceiling, p.written = r.revision, r.revision
 	if err := p.write(r.revision + block); err != nil {
 		return nil, restored{}, err

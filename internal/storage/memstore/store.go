@@ -56,10 +56,10 @@ type Config struct {
 	// current one is used, so writes wait for the disk only if a whole half
 	// block is used up during one fsync. A crash skips at most one block.
 	RevisionBlock int64
-	// InitialRevision is the revision of a store that finds no files in Dir
-	// (the first write gets InitialRevision+1). A store that replaces
-	// another one for the same keys passes a value above anything the old
-	// one handed out.
+	// InitialRevision is the lowest revision the store starts at (the
+	// first write gets at least InitialRevision+1), whatever Dir holds. A
+	// store that replaces another one for the same keys passes a value at
+	// or above anything the other one handed out.
 	InitialRevision int64
 	// ProgressInterval is how often a quiet watch that asked for
 	// ProgressNotify gets an EventProgress.
