@@ -20,6 +20,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/storage"
+	"github.com/nodeplane/nodeplane/internal/storage/memstore"
 )
 
 // BenchmarkLeaseRenewal measures one node heartbeat through the server's
@@ -41,9 +43,28 @@ import (
 // client's work) run with the timer stopped. Run with:
 //
 //	go test ./internal/apiserver/ -run '^$' -bench BenchmarkLeaseRenewal -benchmem -count 5
+//
+// store=etcd-nofsync is the etcd member without fsync (the lease store
+// before the in-memory one); store=memstore is storage/memstore, where
+// leases live by default with the embedded etcd.
 func BenchmarkLeaseRenewal(b *testing.B) {
+	b.Run("store=etcd-nofsync", func(b *testing.B) { benchLeaseRenewal(b, startStorage(b, true)) })
+	b.Run("store=memstore", func(b *testing.B) {
+		cfg := memstore.DefaultConfig()
+		cfg.Dir = b.TempDir()
+		cfg.Logger = quietLogger()
+		st, err := memstore.Open(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		benchLeaseRenewal(b, st)
+	})
+}
+
+func benchLeaseRenewal(b *testing.B, st storage.Interface) {
 	s, _ := newTestServer(b, Config{
-		Storage: startStorage(b, true),
+		Storage: st,
 		Admission: []admission.Plugin{
 			admission.DefaultTolerationSeconds{NotReadySeconds: 300, UnreachableSeconds: 300},
 			admission.NodeRestriction{},
