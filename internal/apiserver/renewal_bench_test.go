@@ -33,7 +33,8 @@ import (
 // Node,RBAC authorizer's non-resource check → LimitInFlight (flow control seat, request deadline) → Server
 // (authorization, decode, admission plugins, validation, protobuf encode,
 // etcd compare-and-swap, response encode) over an etcd member without
-// WAL fsync, like the soft-state lease member.
+// WAL fsync, like the lease member the server used before the in-memory
+// lease store, or over that store (see the sub-benchmarks below).
 //
 // One op is one renewal and includes the watch cache taking in its event
 // (the loop waits until the cache holds the new revision before the next
