@@ -66,8 +66,12 @@ type Config struct {
 	ProgressInterval time.Duration
 	// WatchBuffer is the channel capacity of each watch.
 	WatchBuffer int
-	Clock       clock.WithTicker
-	Logger      *slog.Logger
+	// Clock drives the snapshots and progress notifications. Default: the
+	// real clock.
+	Clock clock.WithTicker
+	// Logger reports snapshot and reservation failures (they do not stop
+	// the store unless a write finds no reserved revision left).
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the defaults, with no Dir.
