@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
@@ -321,5 +323,58 @@ func TestCallsAfterCloseFailWithErrUnavailable(t *testing.T) {
 	}
 	if events := drain(t, ch); len(events) != 1 || !errors.Is(events[0].Err, storage.ErrUnavailable) {
 		t.Errorf("watch after Close = %+v, want one ErrUnavailable error", events)
+	}
+}
+
+func TestRequestProgressReachesEveryCaughtUpWatch(t *testing.T) {
+	s := newTestStore(t, Config{InitialRevision: 7})
+	rev := mustCreate(t, s, "/p/k", "v")
+	var chans []<-chan storage.Event
+	for _, prefix := range []string{"/p/", "/other/"} {
+		ch, err := s.Watch(t.Context(), prefix, storage.WatchOptions{FromRevision: rev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	if err := s.RequestProgress(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chans {
+		select {
+		case ev := <-ch:
+			if ev.Type != storage.EventProgress || ev.Revision != rev {
+				t.Errorf("watch %d: event %+v, want progress at %d", i, ev, rev)
+			}
+		case <-time.After(eventWait):
+			t.Fatalf("watch %d: no progress event", i)
+		}
+	}
+}
+
+func TestPeriodicSnapshotCarriesWritesAcrossACrash(t *testing.T) {
+	dir := t.TempDir()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	crashed, err := Open(Config{Dir: dir, SnapshotInterval: time.Minute, Clock: clk, InitialRevision: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashed.Close() // after the test: it stands for a dead process
+	rev := mustCreate(t, crashed, "/s/k", "in the snapshot")
+	deadline := time.Now().Add(eventWait)
+	for {
+		clk.Step(time.Minute) // the loop may not be waiting on the ticker yet: step until a snapshot lands
+		if snap, err := readSnapshot(filepath.Join(dir, snapshotFile)); err == nil && snap.revision == rev {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot after stepping the clock")
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval for the snapshot goroutine
+	}
+	s := newTestStore(t, Config{Dir: dir})
+	got, err := s.Get(t.Context(), "/s/k")
+	if err != nil || string(got.Value) != "in the snapshot" || got.ModRevision != rev {
+		t.Errorf("Get after the crash = %+v, %v; want the periodic snapshot's value at %d", got, err, rev)
 	}
 }
