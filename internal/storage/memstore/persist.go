@@ -24,13 +24,13 @@ import (
 //     so in practice writes never wait for the disk.
 //   - snapshotFile holds the content at some revision S <= C, written every
 //     SnapshotInterval and at Close (which also lowers C to S: nothing above
-//     S was handed out, so a clean restart continues exactly at S and a
-//     watch from S goes on without a gap).
-//   - Open restarts the counter at max(S, C, Config.InitialRevision). After a crash that skips the
-//     unused part of the block; a client holding a revision R from before
-//     the crash can never match a revision given later, and its watch from
-//     R fails with ErrCompacted (410) since the history starts at the
-//     restart revision.
+//     S was handed out, so a clean restart continues at S, unless
+//     InitialRevision is higher, and a watch from S goes on without a gap).
+//   - Open restarts the counter at max(S, C, Config.InitialRevision). After
+//     a crash that skips the unused part of the block; a client holding a
+//     revision R from before the crash can never match a revision given
+//     later, and its watch from R fails with ErrCompacted (410) since the
+//     history starts at the restart revision.
 const (
 	snapshotFile = "snapshot"
 	ceilingFile  = "revision"

@@ -336,6 +336,9 @@ func (s *Store) CurrentRevision(context.Context) (int64, error) {
 func (s *Store) Compact(_ context.Context, revision int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("compact to revision %d: %w: %w", revision, storage.ErrUnavailable, errClosed)
+	}
 	if revision > s.rev {
 		return fmt.Errorf("compact to revision %d (current %d): %w", revision, s.rev, storage.ErrFutureRevision)
 	}
@@ -357,6 +360,9 @@ func (s *Store) Compact(_ context.Context, revision int64) error {
 func (s *Store) Count(_ context.Context, prefix string) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, fmt.Errorf("count %q: %w: %w", prefix, storage.ErrUnavailable, errClosed)
+	}
 	i0, i1 := s.rangeLocked(prefix, prefix)
 	return int64(i1 - i0), nil
 }
