@@ -378,3 +378,20 @@ func TestPeriodicSnapshotCarriesWritesAcrossACrash(t *testing.T) {
 		t.Errorf("Get after the crash = %+v, %v; want the periodic snapshot's value at %d", got, err, rev)
 	}
 }
+
+// The heartbeat path's write must stay allocation-free in the store: the
+// value is kept, the event goes into a preallocated ring slot.
+func TestUpdateDoesNotAllocate(t *testing.T) {
+	s := newTestStore(t, Config{InitialRevision: 1})
+	rev := mustCreate(t, s, "/a/k", "v")
+	value := []byte("renewed")
+	var err error
+	allocs := testing.AllocsPerRun(1000, func() {
+		if rev, err = s.Update(t.Context(), "/a/k", value, rev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Update allocates %.1f times per call, want 0", allocs)
+	}
+}
