@@ -155,8 +155,8 @@ type server struct {
 
 	store     *etcd.Store
 	overrides map[schema.GroupResource]storage.Interface
-	// allStores are the main store and the overrides: compacted and
-	// checked by the health endpoints.
+	// allStores are the main store, the overrides and the in-memory
+	// lease store: compacted and checked by the health endpoints.
 	allStores []backend
 
 	joinServer *join.Server
