@@ -20,6 +20,8 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/storage"
+	"github.com/nodeplane/nodeplane/internal/storage/memstore"
 )
 
 // BenchmarkLeaseRenewal measures one node heartbeat through the server's
@@ -31,7 +33,8 @@ import (
 // Node,RBAC authorizer's non-resource check → LimitInFlight (flow control seat, request deadline) → Server
 // (authorization, decode, admission plugins, validation, protobuf encode,
 // etcd compare-and-swap, response encode) over an etcd member without
-// WAL fsync, like the soft-state lease member.
+// WAL fsync, like the lease member the server used before the in-memory
+// lease store, or over that store (see the sub-benchmarks below).
 //
 // One op is one renewal and includes the watch cache taking in its event
 // (the loop waits until the cache holds the new revision before the next
@@ -41,9 +44,28 @@ import (
 // client's work) run with the timer stopped. Run with:
 //
 //	go test ./internal/apiserver/ -run '^$' -bench BenchmarkLeaseRenewal -benchmem -count 5
+//
+// store=etcd-nofsync is the etcd member without fsync (the lease store
+// before the in-memory one); store=memstore is storage/memstore, where
+// leases live by default with the embedded etcd.
 func BenchmarkLeaseRenewal(b *testing.B) {
+	b.Run("store=etcd-nofsync", func(b *testing.B) { benchLeaseRenewal(b, startStorage(b, true)) })
+	b.Run("store=memstore", func(b *testing.B) {
+		cfg := memstore.DefaultConfig()
+		cfg.Dir = b.TempDir()
+		cfg.Logger = quietLogger()
+		st, err := memstore.Open(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		benchLeaseRenewal(b, st)
+	})
+}
+
+func benchLeaseRenewal(b *testing.B, st storage.Interface) {
 	s, _ := newTestServer(b, Config{
-		Storage: startStorage(b, true),
+		Storage: st,
 		Admission: []admission.Plugin{
 			admission.DefaultTolerationSeconds{NotReadySeconds: 300, UnreachableSeconds: 300},
 			admission.NodeRestriction{},

@@ -30,7 +30,7 @@ func newStorage(t testing.TB) storage.Interface { return startStorage(t, false) 
 
 // startStorage starts an etcd member that stops with the test: with fast
 // raft and watch-progress timing for tests, or, if soft, configured like
-// the server's soft-state lease member (default timing, no WAL fsync).
+// the server's former lease member (default timing, no WAL fsync).
 func startStorage(t testing.TB, soft bool) storage.Interface {
 	t.Helper()
 	cfg := etcd.DefaultEmbeddedConfig()

@@ -151,7 +151,7 @@ func parallelism(b *testing.B, goroutines int) {
 // their own leases by updating the object they last wrote (no read). Each
 // goroutine cycles through 1024/goroutines leases, so a renewal rarely
 // overtakes the watch cache's copy of its previous write. storage=soft is
-// the default (leases in the no-fsync member), storage=durable runs the
+// the default (leases in the in-memory lease store), storage=durable runs the
 // server with --durable-leases (leases in the fsynced main member).
 func BenchmarkLeaseUpdate(b *testing.B) {
 	const leases = 1024

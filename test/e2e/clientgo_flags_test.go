@@ -100,7 +100,7 @@ func TestClientGoServerFlags(t *testing.T) {
 	})
 
 	t.Run("continue token expires after compaction", func(t *testing.T) {
-		// Nodes live in the main etcd member, leases in the lease member:
+		// Nodes live in the etcd member, leases in the in-memory lease store:
 		// both are compacted.
 		type lister func(opts metav1.ListOptions) (continueToken string, err error)
 		for _, tc := range []struct {

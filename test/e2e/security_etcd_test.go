@@ -27,7 +27,7 @@ func TestSecurityEmbeddedEtcdIsNotReachable(t *testing.T) {
 		t.Errorf("server listens on TCP ports %v, want only the API port %d", listeners, s.port)
 	}
 
-	for _, dir := range []string{dataDir, filepath.Join(dataDir, "etcd"), filepath.Join(dataDir, "etcd-leases")} {
+	for _, dir := range []string{dataDir, filepath.Join(dataDir, "etcd"), filepath.Join(dataDir, "leases")} {
 		fi, err := os.Stat(dir)
 		if err != nil {
 			t.Errorf("stat %s: %v", dir, err)

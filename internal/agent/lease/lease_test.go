@@ -272,3 +272,35 @@ func TestALeaseOwnedByADeletedNodeIsHandedToTheNewOne(t *testing.T) {
 		t.Errorf("owner references = %+v, want only the new node", got)
 	}
 }
+
+// After a server crash the in-memory lease store may have lost the lease:
+// the renewal's update gets 404 and the same renewal creates it again.
+func TestALeaseTheServerLostIsCreatedAgainInTheSameRenewal(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &fakeLeases{}
+	r := newRenewer(t, c, clk, "uid-1")
+	next := r.Renew(ctx)
+	if c.stored == nil {
+		t.Fatal("first renewal created no lease")
+	}
+
+	c.stored = nil // the server restarted without it
+	clk.Step(next)
+	next = r.Renew(ctx)
+	if c.stored == nil || c.creates != 2 {
+		t.Fatalf("after the loss: creates = %d, stored = %v; want the lease created again", c.creates, c.stored)
+	}
+	if !c.stored.Spec.RenewTime.Time.Equal(clk.Now()) {
+		t.Errorf("re-created lease renewTime %v, want %v", c.stored.Spec.RenewTime, clk.Now())
+	}
+	if next < 10*time.Second {
+		t.Errorf("next renewal in %v after a successful re-create, want the normal interval", next)
+	}
+	clk.Step(next)
+	upds := c.upds
+	r.Renew(ctx)
+	if c.upds != upds+1 || c.creates != 2 {
+		t.Errorf("next renewal: %d updates, %d creates; want one update from the re-created lease", c.upds-upds, c.creates)
+	}
+}

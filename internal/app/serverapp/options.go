@@ -246,7 +246,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenFile, "token-auth-file", o.TokenFile, "CSV file of bearer tokens: token,user,uid,\"group1,group2\"")
 	fs.StringSliceVar(&o.EtcdServer, "etcd-servers", o.EtcdServer, "External etcd client URLs (comma-separated); empty runs one embedded etcd member under --data-dir")
 	fs.StringSliceVar(&o.EtcdOverrides, "etcd-servers-overrides", o.EtcdOverrides, "Per-resource etcd servers, group/resource#servers, servers separated by ';' (e.g. coordination.k8s.io/leases#https://10.0.0.9:2379); same TLS files as --etcd-servers")
-	fs.BoolVar(&o.DurableLeases, "durable-leases", o.DurableLeases, "With the embedded etcd, keep leases in the main member with fsync on every write; by default leases (soft state: heartbeats, leader election) live in a second embedded member that does not wait for fsync")
+	fs.BoolVar(&o.DurableLeases, "durable-leases", o.DurableLeases, "With the embedded etcd, keep leases in the main member with fsync on every write; by default leases (soft state: heartbeats, leader election) live in memory, snapshotted to the data dir every minute and at shutdown (a crash may lose the renewals since the last snapshot; resourceVersions are never reused)")
 	fs.StringVar(&o.EtcdCA, "etcd-cafile", o.EtcdCA, "CA bundle to verify the external etcd servers")
 	fs.StringVar(&o.EtcdCert, "etcd-certfile", o.EtcdCert, "Client certificate for the external etcd servers")
 	fs.StringVar(&o.EtcdKey, "etcd-keyfile", o.EtcdKey, "Client key for the external etcd servers")

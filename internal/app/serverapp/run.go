@@ -38,6 +38,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/privdir"
 	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
+	"github.com/nodeplane/nodeplane/internal/storage/memstore"
 	"github.com/nodeplane/nodeplane/internal/version"
 	"github.com/nodeplane/nodeplane/internal/zoneview"
 )
@@ -57,7 +58,10 @@ const (
 	NodeTokenFile       = "node-token"
 	pkiDir              = "pki"
 	etcdDir             = "etcd"
-	leaseEtcdDir        = "etcd-leases"
+	leasesDir           = "leases"
+	// legacyLeaseEtcdDir held the no-fsync etcd member that kept leases
+	// before the in-memory lease store; it is removed at start.
+	legacyLeaseEtcdDir = "etcd-leases"
 )
 
 // Run starts the server and blocks until ctx ends, then stops cleanly:
@@ -151,9 +155,9 @@ type server struct {
 
 	store     *etcd.Store
 	overrides map[schema.GroupResource]storage.Interface
-	// allStores are the main store and the overrides: compacted and
-	// checked by the health endpoints.
-	allStores []*etcd.Store
+	// allStores are the main store, the overrides and the in-memory
+	// lease store: compacted and checked by the health endpoints.
+	allStores []backend
 
 	joinServer *join.Server
 	joinTokens http.Handler
@@ -229,12 +233,30 @@ func (s *server) loadCredentials() error {
 	return nil
 }
 
-// openStores opens etcd (openStorage) and the stores over it, and returns
-// the function that closes it.
+// backend is what the server does with every store besides serving the
+// API: health checks and compaction.
+type backend interface {
+	CurrentRevision(ctx context.Context) (int64, error)
+	Compact(ctx context.Context, revision int64) error
+}
+
+// openStores opens etcd (openStorage) and the stores over it, and the
+// in-memory lease store when leases are soft state, and returns the
+// function that closes them.
 func (s *server) openStores(ctx context.Context) (func(), error) {
-	configs, closeStorage, err := openStorage(ctx, s.opts, s.log)
+	configs, closeEtcd, err := openStorage(ctx, s.opts, s.log)
 	if err != nil {
 		return nil, err
+	}
+	var leases *memstore.Store
+	closeStorage := func() {
+		if leases != nil {
+			// Before etcd: it writes the last snapshot of the leases.
+			if err := leases.Close(); err != nil {
+				s.log.Warn("close lease store", "err", err)
+			}
+		}
+		closeEtcd()
 	}
 	metrics, err := etcd.NewMetrics(s.reg)
 	if err != nil {
@@ -268,7 +290,47 @@ func (s *server) openStores(ctx context.Context) (func(), error) {
 		}
 		s.overrides[gr] = st
 	}
+	if configs.memLeases {
+		if leases, err = s.openLeaseStore(ctx); err != nil {
+			closeStorage()
+			return nil, err
+		}
+		s.overrides[leasesResource] = leases
+		s.allStores = append(s.allStores, leases)
+	}
 	return closeStorage, nil
+}
+
+// openLeaseStore opens the in-memory lease store in <data-dir>/leases
+// (see storage/memstore for what survives a restart and a crash). Its
+// revisions start above the main store's current one, so that a lease
+// resourceVersion read from the main member (--durable-leases before) is
+// never reused; a data dir that still holds the old no-fsync lease member
+// is migrated by starting above any revision it can have reached (the
+// clock in microseconds) and removing it.
+func (s *server) openLeaseStore(ctx context.Context) (*memstore.Store, error) {
+	floor, err := s.store.CurrentRevision(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lease store: %w", err)
+	}
+	legacy := filepath.Join(s.opts.DataDir, legacyLeaseEtcdDir)
+	if _, err := os.Stat(legacy); err == nil {
+		floor = max(floor, s.clock.Now().UnixMicro())
+		s.log.Info("removing the old lease etcd member; leases now live in memory (holders re-create them)", "dir", legacy)
+		if err := os.RemoveAll(legacy); err != nil {
+			return nil, fmt.Errorf("remove %s: %w", legacy, err)
+		}
+	}
+	cfg := memstore.DefaultConfig()
+	cfg.Dir = filepath.Join(s.opts.DataDir, leasesDir)
+	cfg.InitialRevision = floor
+	cfg.Clock = s.clock
+	cfg.Logger = s.log
+	st, err := memstore.Open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("lease store: %w", err)
+	}
+	return st, nil
 }
 
 // buildJoin builds the join endpoint and the join-token API. Join tokens
@@ -625,19 +687,24 @@ func refreshCertificates(ctx context.Context, cluster *pki.Cluster, clk clock.Wi
 type storageConfigs struct {
 	main      etcd.Config
 	overrides map[schema.GroupResource]etcd.Config
+	// memLeases keeps leases in the in-memory lease store (embedded etcd
+	// without --durable-leases).
+	memLeases bool
 }
 
-// leasesResource is the resource kept in the soft-state member.
+// leasesResource is the resource kept in the in-memory lease store.
 var leasesResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
-// openStorage starts the embedded etcd members or dials the external
+// openStorage starts the embedded etcd member or dials the external
 // cluster(s), and returns the store configurations and a close function.
 //
-// Embedded, leases live in a second member that does not fsync (SPEC P3-1:
-// leases are soft state; a process crash loses nothing because writes reach
-// the OS before they are acknowledged, a power loss may lose the last
-// renewals, and a damaged lease member is discarded and rebuilt by the
-// agents' next renewals). --durable-leases keeps them in the main member.
+// Embedded, leases are soft state (SPEC P3-1) kept in memory
+// (storage/memstore, opened by openStores): a renewal waits for no disk; a
+// clean restart keeps them, a crash may lose the renewals since the last
+// snapshot, which the agents' next renewals rebuild. The embedded member
+// serves one server only, so no other process needs to see those leases.
+// --durable-leases keeps them in the main member. With --etcd-servers
+// (possibly shared by several servers) they go where the user says.
 func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfigs, func(), error) {
 	out := storageConfigs{overrides: map[schema.GroupResource]etcd.Config{}}
 	var closers []func()
@@ -671,67 +738,17 @@ func openStorage(ctx context.Context, o Options, log *slog.Logger) (storageConfi
 		}
 		return out, closeAll, nil
 	}
-	// The two members elect themselves independently: start them together.
-	type started struct {
-		m   *etcd.Embedded
-		err error
-	}
-	softCh := make(chan started, 1)
-	if !o.DurableLeases {
-		go func() {
-			m, err := startSoftMember(ctx, filepath.Join(o.DataDir, leaseEtcdDir), log)
-			softCh <- started{m, err}
-		}()
-	} else {
-		close(softCh)
-	}
 	ecfg := etcd.DefaultEmbeddedConfig()
 	ecfg.Dir = filepath.Join(o.DataDir, etcdDir)
 	ecfg.Logger = log
 	member, err := etcd.StartEmbedded(ctx, ecfg)
-	soft, softStarted := <-softCh
-	if softStarted && soft.m != nil {
-		closers = append(closers, soft.m.Close)
-	}
 	if err != nil {
-		closeAll()
 		return out, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	closers = append(closers, member.Close)
 	out.main = member.StoreConfig()
-	if softStarted {
-		if soft.err != nil {
-			closeAll()
-			return out, nil, soft.err
-		}
-		out.overrides[leasesResource] = soft.m.StoreConfig()
-	}
+	out.memLeases = !o.DurableLeases
 	return out, closeAll, nil
-}
-
-// startSoftMember starts the no-fsync member for soft state. If its data
-// cannot be opened (e.g. damaged by a power loss without fsync), it is
-// discarded and started empty: its content is rebuilt by its writers.
-func startSoftMember(ctx context.Context, dir string, log *slog.Logger) (*etcd.Embedded, error) {
-	cfg := etcd.DefaultEmbeddedConfig()
-	cfg.Dir = dir
-	cfg.Name = "nodeplane-leases"
-	cfg.ClusterToken = "nodeplane-leases"
-	cfg.UnsafeNoFsync = true
-	cfg.Logger = log
-	m, err := etcd.StartEmbedded(ctx, cfg)
-	if err == nil {
-		return m, nil
-	}
-	log.Warn("lease storage unusable; discarding it (leases are rebuilt by their holders)", "dir", dir, "err", err)
-	if rerr := os.RemoveAll(dir); rerr != nil {
-		return nil, fmt.Errorf("lease storage: %w (and removing it: %v)", err, rerr)
-	}
-	m, err = etcd.StartEmbedded(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("lease storage: %w", err)
-	}
-	return m, nil
 }
 
 // openAPIResources describes the registry for the OpenAPI documents.
