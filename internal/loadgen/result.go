@@ -51,7 +51,7 @@ type Result struct {
 	// NodeConnections describes the per-node connections (lease mode
 	// with NodeClients).
 	NodeConnections *NodeConnections `json:"nodeConnections,omitempty"`
-	Watch *Watch   `json:"watch,omitempty"`
+	Watch           *Watch           `json:"watch,omitempty"`
 	// List is the number of items per list (list mode).
 	ListItems int `json:"listItems,omitempty"`
 
