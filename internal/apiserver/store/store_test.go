@@ -289,3 +289,39 @@ func TestACacheOfAQuietResourceCatchesUpToTheStoreRevision(t *testing.T) {
 		t.Errorf("catching up took %v; a progress request should make it quick", took)
 	}
 }
+
+func TestADrainedWatcherKeepsNoLargeQueue(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 1000, 1000)
+	_, _, w, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: s.CacheRV()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const burst = 50
+	var last int64
+	for i := range burst {
+		last = mustCreate(t, s, pod(fmt.Sprintf("p%d", i), "n1"))
+	}
+	waitCache(t, s, last)
+	var batch []Event
+	got := 0
+	for got < burst {
+		<-w.Ready()
+		var ended bool
+		batch, ended = w.Next(batch)
+		if ended {
+			t.Fatalf("watch ended after %d events: %v", got, w.Err())
+		}
+		got += len(batch)
+	}
+	// Handing the drained batch back must not leave a burst-sized queue.
+	if _, ended := w.Next(batch); ended {
+		t.Fatalf("watch ended: %v", w.Err())
+	}
+	w.mu.Lock()
+	kept := cap(w.queue)
+	w.mu.Unlock()
+	if got != burst || kept > maxKeptQueue {
+		t.Errorf("got %d events, queue capacity %d after draining; want %d events and capacity <= %d", got, kept, burst, maxKeptQueue)
+	}
+}
