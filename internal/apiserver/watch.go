@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,31 +120,24 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 
 	timer := h.s.cfg.Clock.NewTimer(timeout)
 	defer timer.Stop()
+	var batch []store.Event
 	for {
 		select {
-		case ev, ok := <-watcher.Events():
-			if !ok {
-				return
-			}
-			if err := ww.write(ev); err != nil {
-				return
-			}
-			// Drain what is already queued before flushing once.
-			for drained := false; !drained; {
-				select {
-				case ev, ok := <-watcher.Events():
-					if !ok {
-						ww.flush()
-						return
-					}
-					if err := ww.write(ev); err != nil {
-						return
-					}
-				default:
-					drained = true
+		case <-watcher.Ready():
+			var ended bool
+			// Everything queued is written before one flush.
+			batch, ended = watcher.Next(batch)
+			for _, ev := range batch {
+				if err := ww.write(ev); err != nil {
+					return
 				}
 			}
-			ww.flush()
+			if len(batch) > 0 {
+				ww.flush()
+			}
+			if ended {
+				return
+			}
 		case <-timer.C():
 			return
 		case <-r.Context().Done():
@@ -172,7 +166,6 @@ type watchWriter struct {
 	h       *resourceHandler
 	r       *http.Request
 	f       responseFormat
-	buf     bytes.Buffer
 	started bool
 	first   bool
 }
@@ -246,16 +239,34 @@ func (ww *watchWriter) writeStatusEvent(st *metav1.Status) {
 
 func (ww *watchWriter) writeEvent(t watch.EventType, obj runtime.Object) error {
 	ww.start()
-	ww.buf.Reset()
-	ww.buf.WriteString(`{"type":"`)
-	ww.buf.WriteString(string(t))
-	ww.buf.WriteString(`","object":`)
-	if err := ww.f.info.Serializer.Encode(obj, &ww.buf); err != nil {
+	// The encoding buffer is pooled, not kept per watch: most watches are
+	// idle most of the time, and a kept buffer would hold the largest
+	// event each one ever sent.
+	buf := eventBuffers.Get().(*bytes.Buffer)
+	defer putEventBuffer(buf)
+	buf.Reset()
+	buf.WriteString(`{"type":"`)
+	buf.WriteString(string(t))
+	buf.WriteString(`","object":`)
+	if err := ww.f.info.Serializer.Encode(obj, buf); err != nil {
 		return err
 	}
 	// The JSON serializer ends with a newline; keep one event per line.
-	b := bytes.TrimRight(ww.buf.Bytes(), "\n")
+	b := bytes.TrimRight(buf.Bytes(), "\n")
 	b = append(b, "}\n"...)
 	_, err := ww.w.Write(b)
 	return err
+}
+
+// eventBuffers holds encoding buffers of watch events.
+var eventBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledEventBuffer bounds the buffers kept in eventBuffers, so one
+// huge event does not stay pinned.
+const maxPooledEventBuffer = 64 << 10
+
+func putEventBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledEventBuffer {
+		eventBuffers.Put(b)
+	}
 }

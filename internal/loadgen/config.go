@@ -55,6 +55,16 @@ type Config struct {
 	// uses Clients[i % len(Clients)]. Build them with NewClients.
 	Clients []kubernetes.Interface
 
+	// NodeClients, when set (lease mode), gives every lease's node its own
+	// connection: lease i is renewed over NodeClients[i], as a real fleet
+	// of agents would, while setup still uses Clients. Build them with
+	// NewNodeClients; len must equal Objects.
+	NodeClients []NodeClient
+	// NodeWatches (with NodeClients) opens each node's two agent watches —
+	// its Node and its pods — over its connection before the load starts,
+	// and keeps them open for the run.
+	NodeWatches bool
+
 	// Objects is the number of leases (lease) or Nodes (other modes) the
 	// run uses; they are created first when missing.
 	Objects int
@@ -162,6 +172,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Inflight <= 0 {
 		errs = append(errs, fmt.Errorf("inflight must be > 0, got %d", c.Inflight))
+	}
+	if c.NodeClients != nil && (c.Mode != ModeLease || len(c.NodeClients) != c.Objects) {
+		errs = append(errs, fmt.Errorf("node clients need lease mode and one client per object, got %d for %d objects in %s mode", len(c.NodeClients), c.Objects, c.Mode))
+	}
+	if c.NodeWatches && c.NodeClients == nil {
+		errs = append(errs, errors.New("node watches need node clients"))
 	}
 	if c.SetupConcurrency <= 0 {
 		errs = append(errs, fmt.Errorf("setup concurrency must be > 0, got %d", c.SetupConcurrency))

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -40,6 +41,21 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 	}
 	res.Setup = append(res.Setup, setup)
 	res.ObjectJSONBytes, res.ObjectProtobufBytes = objectSizes(leases[0])
+	if cfg.NodeClients != nil {
+		res.NodeConnections = &NodeConnections{Connections: len(cfg.NodeClients)}
+	}
+	if cfg.NodeWatches {
+		nw, err := r.openNodeWatches(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			res.NodeConnections.EndedEarly = nw.stop()
+			res.NodeConnections.Watches = nw.started
+			res.NodeConnections.Events = nw.events.Load()
+		}()
+		cfg.Logger.Info("node watches open", "watches", nw.started)
+	}
 
 	interval := cfg.leaseInterval()
 	res.IntervalSeconds, res.JitterFactor = interval.Seconds(), cfg.JitterFactor
@@ -129,7 +145,12 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 // current object and tries once more. leases[i] is only touched by the one
 // renewal of lease i in flight.
 func (r *runner) renew(ctx context.Context, leases []*coordinationv1.Lease, i int) error {
-	c := r.client(i).CoordinationV1().Leases(NodeLeaseNamespace)
+	var c coordinationv1client.LeaseInterface
+	if r.cfg.NodeClients != nil {
+		c = r.cfg.NodeClients[i].Coordination.Leases(NodeLeaseNamespace)
+	} else {
+		c = r.client(i).CoordinationV1().Leases(NodeLeaseNamespace)
+	}
 	reread := false
 	return retry.RetryOnConflict(retryOnce, func() error {
 		if reread {

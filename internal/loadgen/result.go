@@ -48,7 +48,10 @@ type Result struct {
 	ObjectProtobufBytes int `json:"objectProtobufBytes,omitempty"`
 
 	Setup []*Setup `json:"setup,omitempty"`
-	Watch *Watch   `json:"watch,omitempty"`
+	// NodeConnections describes the per-node connections (lease mode
+	// with NodeClients).
+	NodeConnections *NodeConnections `json:"nodeConnections,omitempty"`
+	Watch           *Watch           `json:"watch,omitempty"`
 	// List is the number of items per list (list mode).
 	ListItems int `json:"listItems,omitempty"`
 
@@ -68,6 +71,17 @@ type Setup struct {
 	Seconds  float64 `json:"seconds"`
 	// CreateLatency is of the creates the setup did.
 	CreateLatency Summary `json:"createLatency"`
+}
+
+// NodeConnections describes the connections of a run with one connection
+// per node.
+type NodeConnections struct {
+	Connections int `json:"connections"`
+	// Watches were opened (two per node with NodeWatches); Events counts
+	// what they received; EndedEarly ended before the run did.
+	Watches    int   `json:"watches"`
+	Events     int64 `json:"events"`
+	EndedEarly int   `json:"endedEarly"`
 }
 
 // Watch describes watch delivery.
@@ -104,6 +118,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(&b, " (create p50 %s p99 %s)", fmtMs(s.CreateLatency.P50Ms), fmtMs(s.CreateLatency.P99Ms))
 		}
 		b.WriteString("\n")
+	}
+	if nc := r.NodeConnections; nc != nil {
+		fmt.Fprintf(&b, "node connections: %d, watches %d (%d events, %d ended early)\n", nc.Connections, nc.Watches, nc.Events, nc.EndedEarly)
 	}
 	if r.ObjectJSONBytes > 0 {
 		fmt.Fprintf(&b, "object size: %d B JSON, %d B protobuf\n", r.ObjectJSONBytes, r.ObjectProtobufBytes)

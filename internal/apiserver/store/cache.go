@@ -445,7 +445,10 @@ func (c *cache) removeLocked(w *Watcher, err error) {
 	}
 	w.removed = true
 	w.err = err
-	close(w.ch)
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.signal()
 	if w.indexField == "" {
 		delete(c.unindexed, w)
 		return
@@ -482,10 +485,17 @@ type Event struct {
 }
 
 // Watcher receives the events of one API watch.
+//
+// Its events wait in a queue that grows only while the consumer is behind
+// (up to Config.WatcherBuffer events) and is released after a burst, so an
+// idle watcher costs a few hundred bytes instead of a preallocated buffer
+// (a channel of 1,024 events was 40 KB per watch; a fleet's agents hold
+// two watches each).
 type Watcher struct {
 	c          *cache
 	pred       Predicate
-	ch         chan Event
+	limit      int           // events queued before the watcher is closed
+	ready      chan struct{} // capacity 1: events were queued or the watch ended
 	indexField string
 	indexValue string
 
@@ -496,10 +506,42 @@ type Watcher struct {
 	// guarded by c.mu
 	removed bool
 	err     error
+
+	mu     sync.Mutex
+	queue  []Event // guarded by mu
+	closed bool    // guarded by mu: no more events will be queued
 }
 
-// Events delivers live events; it is closed when the watch ends (see Err).
-func (w *Watcher) Events() <-chan Event { return w.ch }
+// maxKeptQueue is the largest queue capacity a watcher keeps between
+// bursts; a larger one is dropped once drained.
+const maxKeptQueue = 16
+
+// Ready is signalled when events are queued or the watch ends; then call
+// Next.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Next returns the queued events, appended to buf[:0] (buf's memory is
+// reused for the next queue), and whether the watch has ended: when ended
+// is true the events returned are the last (see Err for why it ended).
+func (w *Watcher) Next(buf []Event) (events []Event, ended bool) {
+	if cap(buf) > maxKeptQueue {
+		buf = nil
+	}
+	clear(buf[:cap(buf)])
+	w.mu.Lock()
+	events, w.queue = w.queue, buf[:0]
+	ended = w.closed
+	w.mu.Unlock()
+	return events, ended
+}
+
+// signal wakes the consumer without blocking.
+func (w *Watcher) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
 
 // Err says why the event channel closed: nil for a normal end, ErrExpired
 // when the watcher fell behind or the cache reloaded.
@@ -522,11 +564,17 @@ func (w *Watcher) send(ev Event) {
 	if w.removed {
 		return
 	}
-	select {
-	case w.ch <- ev:
-	default:
-		w.c.removeLocked(w, fmt.Errorf("watcher fell %d events behind: %w", cap(w.ch), ErrExpired))
+	w.mu.Lock()
+	full := len(w.queue) >= w.limit
+	if !full {
+		w.queue = append(w.queue, ev)
 	}
+	w.mu.Unlock()
+	if full {
+		w.c.removeLocked(w, fmt.Errorf("watcher fell %d events behind: %w", w.limit, ErrExpired))
+		return
+	}
+	w.signal()
 }
 
 // offer converts a cache event into the watcher's view and sends it.
@@ -578,7 +626,8 @@ func (s *Store) Watch(ctx context.Context, p Predicate, opts WatchOptions) ([]Ev
 	w := &Watcher{
 		c:             c,
 		pred:          p,
-		ch:            make(chan Event, s.cfg.WatcherBuffer),
+		limit:         s.cfg.WatcherBuffer,
+		ready:         make(chan struct{}, 1),
 		bookmarks:     opts.Bookmarks,
 		bookmarkEvery: opts.BookmarkEvery,
 	}

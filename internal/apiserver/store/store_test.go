@@ -107,19 +107,31 @@ func waitCache(t *testing.T, s *Store, rv int64) {
 	}
 }
 
+// recv returns w's next event. Events queued beyond it are kept in
+// pending (per watcher) for the next call.
 func recv(t *testing.T, w *Watcher) Event {
 	t.Helper()
-	select {
-	case ev, ok := <-w.Events():
-		if !ok {
-			t.Fatalf("watch closed: %v", w.Err())
+	timeout := time.After(10 * time.Second)
+	for {
+		if q := pending[w]; len(q) > 0 {
+			pending[w] = q[1:]
+			return q[0]
 		}
-		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10s")
+		select {
+		case <-w.Ready():
+			evs, ended := w.Next(nil)
+			if len(evs) == 0 && ended {
+				t.Fatalf("watch closed: %v", w.Err())
+			}
+			pending[w] = evs
+		case <-timeout:
+			t.Fatal("no event within 10s")
+		}
 	}
-	return Event{}
 }
+
+// pending holds events recv took from a watcher but has not returned yet.
+var pending = map[*Watcher][]Event{}
 
 func TestWatchReplaysHistoryAfterAResourceVersion(t *testing.T) {
 	s := newPodStore(t, newEtcd(t), 100, 100)
@@ -201,8 +213,11 @@ func TestAWatcherThatFallsBehindIsClosedAndOthersContinue(t *testing.T) {
 	}
 	waitCache(t, s, last)
 	n := 0
-	for range slow.Events() {
-		n++
+	for ended := false; !ended; {
+		<-slow.Ready()
+		var evs []Event
+		evs, ended = slow.Next(nil)
+		n += len(evs)
 	}
 	if n != 2 || !errors.Is(slow.Err(), ErrExpired) {
 		t.Fatalf("slow watcher got %d events and err %v, want 2 then ErrExpired", n, slow.Err())
@@ -272,5 +287,41 @@ func TestACacheOfAQuietResourceCatchesUpToTheStoreRevision(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("catching up took %v; a progress request should make it quick", took)
+	}
+}
+
+func TestADrainedWatcherKeepsNoLargeQueue(t *testing.T) {
+	s := newPodStore(t, newEtcd(t), 1000, 1000)
+	_, _, w, err := s.Watch(context.Background(), Predicate{}, WatchOptions{FromRV: s.CacheRV()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const burst = 50
+	var last int64
+	for i := range burst {
+		last = mustCreate(t, s, pod(fmt.Sprintf("p%d", i), "n1"))
+	}
+	waitCache(t, s, last)
+	var batch []Event
+	got := 0
+	for got < burst {
+		<-w.Ready()
+		var ended bool
+		batch, ended = w.Next(batch)
+		if ended {
+			t.Fatalf("watch ended after %d events: %v", got, w.Err())
+		}
+		got += len(batch)
+	}
+	// Handing the drained batch back must not leave a burst-sized queue.
+	if _, ended := w.Next(batch); ended {
+		t.Fatalf("watch ended: %v", w.Err())
+	}
+	w.mu.Lock()
+	kept := cap(w.queue)
+	w.mu.Unlock()
+	if got != burst || kept > maxKeptQueue {
+		t.Errorf("got %d events, queue capacity %d after draining; want %d events and capacity <= %d", got, kept, burst, maxKeptQueue)
 	}
 }

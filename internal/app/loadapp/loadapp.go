@@ -15,10 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeplane/nodeplane/internal/loadgen"
 	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/pki"
 )
 
 // Options are the raw flag values.
@@ -39,6 +41,9 @@ type Options struct {
 	SetupConcurrency int
 	Cleanup          bool
 	ServerPID        int
+	NodeConnections  bool
+	NodeCADir        string
+	NodeWatches      bool
 	RequestTimeout   time.Duration
 	Seed             uint64
 	JSON             bool
@@ -82,6 +87,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SetupConcurrency, "setup-concurrency", o.SetupConcurrency, "Concurrent creates while preparing objects")
 	fs.BoolVar(&o.Cleanup, "cleanup", o.Cleanup, "Delete the objects this run created when it ends")
 	fs.IntVar(&o.ServerPID, "server-pid", o.ServerPID, "PID of the server process on this host: report its CPU and RSS from /proc over the measured phase")
+	fs.BoolVar(&o.NodeConnections, "node-connections", o.NodeConnections, "lease mode: every simulated node renews over its own connection (one TCP+TLS+HTTP/2 connection per lease), as a real fleet; setup still uses --clients")
+	fs.StringVar(&o.NodeCADir, "node-ca-dir", o.NodeCADir, "With --node-connections: the server's PKI directory (<data-dir>/pki, holding ca.crt and ca.key); each node then authenticates with its own client certificate CN=system:node:<name>, O=system:nodes. Empty: nodes use the kubeconfig's identity")
+	fs.BoolVar(&o.NodeWatches, "node-watches", o.NodeWatches, "With --node-connections: each node also holds an agent's two watches over its connection — its Node (metadata.name) and its pods (spec.nodeName)")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Timeout of each request (not applied in watch mode: it would cut the watch streams)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "Seed of the jitter, start offsets and random keys")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "Print the result as JSON instead of a summary")
@@ -96,6 +104,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Clients <= 0 {
 		errs = append(errs, fmt.Errorf("--clients must be > 0, got %d", o.Clients))
+	}
+	if o.NodeConnections && o.Mode != string(loadgen.ModeLease) {
+		errs = append(errs, fmt.Errorf("--node-connections needs --mode lease, got %q", o.Mode))
+	}
+	if (o.NodeCADir != "" || o.NodeWatches) && !o.NodeConnections {
+		errs = append(errs, errors.New("--node-ca-dir and --node-watches need --node-connections"))
 	}
 	if o.RequestTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout must be >= 0, got %v", o.RequestTimeout))
@@ -140,6 +154,12 @@ CPU and RSS.
 				return err
 			}
 			cfg := loadgen.DefaultConfig()
+			if o.NodeConnections {
+				if cfg.NodeClients, err = nodeClients(restCfg, o); err != nil {
+					return err
+				}
+				cfg.NodeWatches = o.NodeWatches
+			}
 			cfg.Mode = loadgen.Mode(o.Mode)
 			cfg.Clients = clients
 			cfg.Objects = o.Objects
@@ -175,4 +195,25 @@ CPU and RSS.
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// nodeClients builds one connection per simulated node, each with its own
+// node certificate when --node-ca-dir names the server's CA.
+func nodeClients(restCfg *rest.Config, o Options) ([]loadgen.NodeClient, error) {
+	names := make([]string, o.Objects)
+	for i := range names {
+		names[i] = loadgen.NodeName(o.Prefix, i)
+	}
+	var identity loadgen.NodeIdentity
+	if o.NodeCADir != "" {
+		issuer, err := pki.LoadIssuer(o.NodeCADir, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--node-ca-dir: %w", err)
+		}
+		identity = func(node string) ([]byte, []byte, error) {
+			certPEM, keyPEM, _, err := issuer.IssueClientCert(pki.NodeUserPrefix+node, []string{pki.NodesGroup}, 24*time.Hour)
+			return certPEM, keyPEM, err
+		}
+	}
+	return loadgen.NewNodeClients(restCfg, names, identity)
 }

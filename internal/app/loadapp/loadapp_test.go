@@ -24,6 +24,9 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"an unknown mode", []string{"--mode", "burst"}, "--mode"},
 		{"no clients", []string{"--clients", "0"}, "--clients"},
 		{"a negative request timeout", []string{"--request-timeout", "-1s"}, "--request-timeout"},
+		{"node connections outside lease mode", []string{"--mode", "get", "--node-connections"}, "--node-connections"},
+		{"node watches without node connections", []string{"--node-watches"}, "--node-watches"},
+		{"a node CA directory without node connections", []string{"--node-ca-dir", "/tmp"}, "--node-ca-dir"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
