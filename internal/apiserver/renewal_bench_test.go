@@ -80,11 +80,11 @@ func benchLeaseRenewal(b *testing.B, st storage.Interface) {
 		b.Fatal(err)
 	}
 	protected.Handle("/", limited)
-	handler := authn.Middleware(authn.ClientCert{}, authz.New(authz.Config{}).NonResourceWith(s.Objects(), protected), authn.Unauthorized)
+	handler := authn.Middleware(authn.NewClientCert(nil), authz.New(authz.Config{}).NonResourceWith(s.Objects(), protected), authn.Unauthorized)
 
 	const node = "bench-node"
 	const path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + node
-	cert := &x509.Certificate{Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{authn.GroupNodes}}}
+	cert := &x509.Certificate{Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{authn.GroupNodes}}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
 	connState := &tls.ConnectionState{
 		HandshakeComplete: true, Version: tls.VersionTLS13,
 		PeerCertificates: []*x509.Certificate{cert}, VerifiedChains: [][]*x509.Certificate{{cert}},

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
@@ -61,11 +62,10 @@ func parseResourcePath(r *http.Request, isNamespaced func(group, version, resour
 		// /api/v1/namespaces/<name> is the namespace object itself.
 		info.Namespace = ""
 	}
-	q := r.URL.Query()
 	// As kube-apiserver reads a boolean parameter: present and neither
 	// "0" nor "false" (any case) is true.
 	isWatch := watchPath
-	if v, ok := q["watch"]; ok && len(v) > 0 {
+	if v, ok := query(r)["watch"]; ok && len(v) > 0 {
 		isWatch = isWatch || (v[0] != "0" && !strings.EqualFold(v[0], "false"))
 	}
 	switch r.Method {
@@ -98,6 +98,15 @@ func parseResourcePath(r *http.Request, isNamespaced func(group, version, resour
 	return info, true
 }
 
+// query is r.URL.Query() without building an empty map for a request
+// without a query (every agent heartbeat): a nil url.Values reads the same.
+func query(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
+}
+
 func splitPath(p string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
@@ -108,7 +117,7 @@ func splitPath(p string) []string {
 
 // resourceAttributes describes a resource request for authorization.
 func resourceAttributes(r *http.Request, info requestInfo) authz.Attributes {
-	q := r.URL.Query()
+	q := query(r)
 	return authz.Attributes{
 		ResourceRequest: true,
 		Verb:            info.Verb,

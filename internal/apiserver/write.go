@@ -317,7 +317,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info re
 		writeError(w, r, apierrors.NewBadRequest(err.Error()), gr, info.Name)
 		return
 	}
-	old, err := h.current(r.Context(), info, bodyRV)
+	old, err := h.currentForUpdate(r.Context(), info, bodyRV)
 	if errors.Is(err, storage.ErrNotFound) && h.r.Strategy.AllowCreateOnUpdate && info.Subresource == "" {
 		created, cerr := h.createObject(r.Context(), info, obj, params)
 		if cerr != nil {
@@ -440,9 +440,38 @@ func (h *resourceHandler) current(ctx context.Context, info requestInfo, wantRV 
 	return h.fromStorage(obj)
 }
 
+// currentForUpdate is current for the update path. When nothing on that
+// path can write to the old object (see oldStaysUnmodified), it returns the
+// watch cache's object itself instead of a deep copy: a Lease renewal
+// only compares with the stored object and copies a few of its values.
+func (h *resourceHandler) currentForUpdate(ctx context.Context, info requestInfo, wantRV int64) (runtime.Object, error) {
+	if wantRV >= 0 && info.Subresource == "" && h.oldStaysUnmodified() {
+		if cached, err := h.st.GetCached(info.Namespace, info.Name); err == nil {
+			if rv, _ := store.ObjectRV(cached); wantRV == 0 || rv == wantRV {
+				return cached, nil
+			}
+		}
+	}
+	return h.current(ctx, info, wantRV)
+}
+
+// oldStaysUnmodified reports whether an update of the main resource leaves
+// the old object as it is, so that it may be the watch cache's object:
+// the resource converts nothing between storage and its representation
+// and its strategy has no hook that may change objects other than the
+// validators (which only read). updateObject only reads the old object
+// (the pointers it copies into the new one, deletionTimestamp and
+// deletionGracePeriodSeconds, are never written through) and admission
+// plugins read OldObject only.
+func (h *resourceHandler) oldStaysUnmodified() bool {
+	st := h.r.Strategy
+	return h.r.FromStorage == nil && h.r.ToStorage == nil &&
+		st.Default == nil && st.PrepareForUpdate == nil && st.SpecChanged == nil
+}
+
 // updateObject applies the update path to obj (the new state) against old
-// and writes it with old's resourceVersion as precondition. old must not be
-// shared with the cache.
+// and writes it with old's resourceVersion as precondition. old is not
+// written to; it may be the cache's object only when oldStaysUnmodified.
 func (h *resourceHandler) updateObject(ctx context.Context, info requestInfo, obj, old runtime.Object, params writeParams) (runtime.Object, error) {
 	a, err := meta.Accessor(obj)
 	if err != nil {

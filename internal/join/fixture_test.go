@@ -91,7 +91,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		}
 		f.server.ServeHTTP(w, r)
 	}))
-	mux.Handle("/whoami", authn.Middleware(authn.Union{authn.ClientCert{}, f.server.NodeTokens()}, http.HandlerFunc(whoami), nil))
+	mux.Handle("/whoami", authn.Middleware(authn.Union{authn.ClientCert{Clock: f.clock}, f.server.NodeTokens()}, http.HandlerFunc(whoami), nil))
 
 	srv := httptest.NewUnstartedServer(mux)
 	tlsCfg := f.cluster.ServingTLSConfig()

@@ -22,7 +22,7 @@ func Lease(l *coordinationv1.Lease) field.ErrorList {
 // LeaseUpdate validates a Lease update: metadata update rules and the same
 // spec rules as create. Every spec field may change.
 func LeaseUpdate(l, old *coordinationv1.Lease) field.ErrorList {
-	allErrs := apivalidation.ValidateObjectMetaUpdate(&l.ObjectMeta, &old.ObjectMeta, metadataPath)
+	allErrs := metadataUpdate(&l.ObjectMeta, &old.ObjectMeta)
 	return append(allErrs, leaseSpec(&l.Spec, specPath)...)
 }
 

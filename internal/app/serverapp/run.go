@@ -443,7 +443,7 @@ func (s *server) startAPI(ctx context.Context) (stop func()) {
 // joining checked by the join server itself, everything else authenticated
 // and authorized, the API behind the in-flight limit.
 func (s *server) buildHandler() (http.Handler, error) {
-	authenticator := authn.Union{authn.ClientCert{}, s.joinServer.NodeTokens()}
+	authenticator := authn.Union{authn.NewClientCert(s.clock), s.joinServer.NodeTokens()}
 	if s.opts.TokenFile != "" {
 		tokens, err := authn.LoadTokenFile(s.opts.TokenFile)
 		if err != nil {
