@@ -94,7 +94,7 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.User, req.Groups = u.Name, u.Groups
 	}
 	lv := flowcontrol.Classify(req)
-	seat, reason := l.fc.Admit(lv, req.User)
+	seat, reason := l.fc.AdmitWidth(lv, req.User, flowcontrol.Width(r.Method, r.URL.Path, r.URL.RawQuery))
 	if reason != flowcontrol.Admitted {
 		// The body is not read. Over HTTP/1 net/http would wait for the
 		// rest of it, after answering, to reuse the connection: close the
