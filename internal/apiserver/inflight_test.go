@@ -304,8 +304,8 @@ func TestLimitInFlightListTakesTheWidthOfItsWorkEstimate(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes?hold=1", nil), adminUser))
 	}()
 	<-held
-	if got := h.fc.Stats(flowcontrol.Admin).Executing; got != 6 {
-		t.Fatalf("seats held by one LIST: got %d, want 6 (the whole admin level)", got)
+	if st := h.fc.Stats(flowcontrol.Admin); st.Executing != 6 || st.Requests != 1 {
+		t.Fatalf("one LIST holds %d seats in %d requests, want 6 (the whole admin level) in 1", st.Executing, st.Requests)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes/n1", nil), adminUser))

@@ -102,7 +102,8 @@ type level struct {
 	// there is no per-identity limit.
 	flowCap    int32
 	flows      *[flowBuckets]atomic.Int32
-	executing  atomic.Int32
+	executing  atomic.Int32 // seats held
+	requests   atomic.Int32 // requests holding them
 	dispatched atomic.Uint64
 	rejected   [numReasons]atomic.Uint64
 	_          [64]byte // keep levels' hot counters on separate cache lines
@@ -187,6 +188,7 @@ func (c *Controller) AdmitWidth(lv Level, flow string, width int) (Seat, Reason)
 		l.rejected[LevelFull].Add(1)
 		return Seat{}, LevelFull
 	}
+	l.requests.Add(1)
 	l.dispatched.Add(1)
 	return s, Admitted
 }
@@ -197,6 +199,7 @@ func (s Seat) Release() {
 		return
 	}
 	s.l.executing.Add(-s.width)
+	s.l.requests.Add(-1)
 	if s.l.flows != nil {
 		s.l.flows[s.buckets[0]].Add(-s.width)
 		s.l.flows[s.buckets[1]].Add(-s.width)
@@ -208,8 +211,9 @@ type LevelStats struct {
 	// Seats is the level's limit (0: none); FlowSeats the most one
 	// identity may hold (equal to Seats when identities are not capped).
 	Seats, FlowSeats int
-	// Executing is the seats held now (a wide request holds several).
-	Executing int
+	// Executing is the seats held now (a wide request holds several);
+	// Requests the requests holding them.
+	Executing, Requests int
 	// Dispatched counts admitted requests; Rejected refused ones by
 	// Reason (index LevelFull, FlowFull).
 	Dispatched uint64
@@ -219,7 +223,7 @@ type LevelStats struct {
 // Stats returns a snapshot of level lv.
 func (c *Controller) Stats(lv Level) LevelStats {
 	l := &c.levels[lv]
-	st := LevelStats{Seats: int(l.seats), FlowSeats: int(l.seats), Executing: int(l.executing.Load()), Dispatched: l.dispatched.Load()}
+	st := LevelStats{Seats: int(l.seats), FlowSeats: int(l.seats), Executing: int(l.executing.Load()), Requests: int(l.requests.Load()), Dispatched: l.dispatched.Load()}
 	if l.flows != nil {
 		st.FlowSeats = int(l.flowCap)
 	}
