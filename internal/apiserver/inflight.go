@@ -94,7 +94,7 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.User, req.Groups = u.Name, u.Groups
 	}
 	lv := flowcontrol.Classify(req)
-	seat, reason := l.fc.Admit(lv, req.User)
+	seat, reason := l.fc.AdmitWidth(lv, req.User, flowcontrol.Width(r.Method, r.URL.Path, r.URL.RawQuery))
 	if reason != flowcontrol.Admitted {
 		// The body is not read. Over HTTP/1 net/http would wait for the
 		// rest of it, after answering, to reuse the connection: close the
@@ -223,7 +223,9 @@ type flowMetrics struct{ l *inFlight }
 
 var (
 	descExecuting = prometheus.NewDesc("apiserver_flowcontrol_current_executing_requests",
-		"Requests holding a seat now, by priority level and flow schema.", []string{"priority_level", "flow_schema"}, nil)
+		"Requests holding seats now, by priority level and flow schema.", []string{"priority_level", "flow_schema"}, nil)
+	descExecutingSeats = prometheus.NewDesc("apiserver_flowcontrol_current_executing_seats",
+		"Seats held now (a LIST holds up to 10: its work estimate), by priority level and flow schema.", []string{"priority_level", "flow_schema"}, nil)
 	descDispatched = prometheus.NewDesc("apiserver_flowcontrol_dispatched_requests_total",
 		"Requests admitted, by priority level and flow schema.", []string{"priority_level", "flow_schema"}, nil)
 	descRejected = prometheus.NewDesc("apiserver_flowcontrol_rejected_requests_total",
@@ -238,7 +240,7 @@ var (
 )
 
 func (m flowMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descExecuting, descDispatched, descRejected, descNominal, descFlowLimit, descBodyTimeouts} {
+	for _, d := range []*prometheus.Desc{descExecuting, descExecutingSeats, descDispatched, descRejected, descNominal, descFlowLimit, descBodyTimeouts} {
 		ch <- d
 	}
 }
@@ -248,7 +250,8 @@ func (m flowMetrics) Collect(ch chan<- prometheus.Metric) {
 		lv := flowcontrol.Level(i)
 		st := m.l.fc.Stats(lv)
 		name, schema := lv.String(), lv.FlowSchema()
-		ch <- prometheus.MustNewConstMetric(descExecuting, prometheus.GaugeValue, float64(st.Executing), name, schema)
+		ch <- prometheus.MustNewConstMetric(descExecuting, prometheus.GaugeValue, float64(st.Requests), name, schema)
+		ch <- prometheus.MustNewConstMetric(descExecutingSeats, prometheus.GaugeValue, float64(st.Executing), name, schema)
 		ch <- prometheus.MustNewConstMetric(descDispatched, prometheus.CounterValue, float64(st.Dispatched), name, schema)
 		for _, reason := range []flowcontrol.Reason{flowcontrol.LevelFull, flowcontrol.FlowFull} {
 			ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.Rejected[reason]), name, schema, reason.String())

@@ -285,3 +285,41 @@ func gatherText(t *testing.T, reg *prometheus.Registry) string {
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }
+
+// With 20 seats the admin level has 6: one unpaginated LIST (10 seats, cut
+// to the level's 6) fills it, so the administrator's next request is
+// refused, while a node's renewal — another level — goes through.
+func TestLimitInFlightListTakesTheWidthOfItsWorkEstimate(t *testing.T) {
+	release := make(chan struct{})
+	held := make(chan struct{})
+	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") == "1" {
+			close(held)
+			<-release
+		}
+	}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes?hold=1", nil), adminUser))
+	}()
+	<-held
+	if st := h.fc.Stats(flowcontrol.Admin); st.Executing != 6 || st.Requests != 1 {
+		t.Fatalf("one LIST holds %d seats in %d requests, want 6 (the whole admin level) in 1", st.Executing, st.Requests)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes/n1", nil), adminUser))
+	if rec.Code != http.StatusTooManyRequests {
+		t.Errorf("an administrator's GET beside the LIST: got %d, want 429", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", nil), nodeUser("n1")))
+	if rec.Code != http.StatusOK {
+		t.Errorf("a node's renewal beside the LIST: got %d, want 200", rec.Code)
+	}
+	close(release)
+	<-done
+	if got := h.fc.Stats(flowcontrol.Admin).Executing; got != 0 {
+		t.Errorf("seats held after the LIST: got %d, want 0", got)
+	}
+}

@@ -111,6 +111,10 @@ type Config struct {
 	// ServerPID, when positive, is the API server process whose CPU and
 	// memory are sampled from /proc.
 	ServerPID int
+	// Wire, when set, is the response counter installed in the Clients'
+	// configuration (Wire.Wrap); the measured phase's counts go into
+	// Result.Wire.
+	Wire *Wire
 
 	// Clock paces the load and times requests.
 	Clock clock.WithTicker

@@ -20,6 +20,9 @@ type renewal struct {
 	started  time.Time
 	finished time.Time
 	err      error
+	// throttled: at least one attempt was answered 429 (client-go then
+	// waited Retry-After and tried again).
+	throttled bool
 }
 
 // runLease is the heartbeat path: every lease is renewed on its own
@@ -63,7 +66,7 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 	cfg.Logger.Info("renewing leases", "leases", cfg.Objects, "clients", len(cfg.Clients), "interval", interval, "target", fmt.Sprintf("%.0f/s", res.TargetPerSecond))
 
 	var lag recorder
-	var measured int
+	var measured, throttled, throttledOK int
 	clk := cfg.Clock
 	start := clk.Now()
 	measureFrom, end := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
@@ -83,6 +86,12 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 		if rn.err != nil {
 			r.fail(rn.err)
 		}
+		if rn.throttled {
+			throttled++
+			if rn.err == nil {
+				throttledOK++
+			}
+		}
 	}
 	var due []Due
 	for {
@@ -101,8 +110,10 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 			inflight++
 			go func(d Due) {
 				rn := renewal{lease: d.Lease, due: d.At, started: clk.Now()}
-				rn.err = r.renew(ctx, leases, d.Lease)
+				actx, a := withAttempts(ctx)
+				rn.err = r.renew(actx, leases, d.Lease)
 				rn.finished = clk.Now()
+				rn.throttled = a.tooMany.Load() > 0
 				done <- rn
 			}(d)
 		}
@@ -131,6 +142,7 @@ func (r *runner) runLease(ctx context.Context, res *Result) error {
 		r.endMeasure(res)
 	}
 	res.Requests = measured
+	res.Throttled, res.ThrottledSucceeded = throttled, throttledOK
 	if res.DurationSeconds > 0 {
 		res.AchievedPerSecond = float64(measured) / res.DurationSeconds
 	}

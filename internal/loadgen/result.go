@@ -41,6 +41,14 @@ type Result struct {
 	ErrorCount    int               `json:"errorCount"`
 	// Conflicts were resolved by a re-read and a retry (lease, update).
 	Conflicts int `json:"conflicts"`
+	// Throttled counts renewals (lease mode) of which at least one attempt
+	// was answered 429; ThrottledSucceeded those of them that client-go's
+	// retries then got through. Counted only with Config.Wire.
+	Throttled          int `json:"throttled,omitempty"`
+	ThrottledSucceeded int `json:"throttledSucceeded,omitempty"`
+	// Wire counts the HTTP responses of the measured phase, client-go's
+	// retries included (Config.Wire).
+	Wire *WireCounts `json:"wire,omitempty"`
 
 	// ObjectJSONBytes and ObjectProtobufBytes are the size of one object
 	// of the kind the run writes.
@@ -167,6 +175,13 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, "; conflicts retried: %d\n", r.Conflicts)
+	if wc := r.Wire; wc != nil {
+		fmt.Fprintf(&b, "on the wire: %d responses, %d × 429 (client-go waits Retry-After and retries), %d × 5xx\n",
+			wc.Responses, wc.TooManyRequests, wc.ServerErrors)
+		if r.Mode == ModeLease {
+			fmt.Fprintf(&b, "throttled renewals: %d got a 429 at least once, %d of them then succeeded\n", r.Throttled, r.ThrottledSucceeded)
+		}
+	}
 	if s := r.Server; s != nil {
 		fmt.Fprintf(&b, "server pid %d: %.2f cores, RSS %s at start, %s at end (%s anon, %s file), %s max sampled (%s peak since start)\n",
 			s.PID, s.CPUCores, mib(s.RSSStartBytes), mib(s.RSSEndBytes), mib(s.RSSAnonEndBytes), mib(s.RSSFileEndBytes), mib(s.RSSMaxBytes), mib(s.HWMBytes))

@@ -64,6 +64,7 @@ type runner struct {
 	hostCPU0     hostCPU
 	proc         *procWatcher
 	stopProgress func()
+	wire0        WireCounts
 }
 
 // observe records the latency of a measured request.
@@ -79,6 +80,9 @@ func (r *runner) beginMeasure() error {
 	r.measureStart = r.cfg.Clock.Now()
 	r.selfCPU0 = selfCPU()
 	r.hostCPU0, _ = readHostCPU()
+	if r.cfg.Wire != nil {
+		r.wire0 = r.cfg.Wire.Counts()
+	}
 	r.stopProgress = r.startProgress()
 	if r.cfg.ServerPID > 0 {
 		w, err := startProcWatcher(r.cfg.ServerPID, r.cfg.Clock)
@@ -103,6 +107,10 @@ func (r *runner) endMeasure(res *Result) {
 	}
 	if host, err := readHostCPU(); err == nil && r.hostCPU0.total > 0 {
 		res.Host = host.since(r.hostCPU0)
+	}
+	if r.cfg.Wire != nil {
+		c := r.cfg.Wire.Counts().sub(r.wire0)
+		res.Wire = &c
 	}
 	if r.proc != nil {
 		st := r.proc.stop()

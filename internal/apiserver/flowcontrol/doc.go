@@ -2,7 +2,7 @@
 // serves it now or turns it away at once with 429: nodeplane's own, small
 // take on Kubernetes API priority and fairness.
 //
-// Two decisions, both pure and cheap (no I/O, no clock, no allocation, no
+// Three decisions, all pure and cheap (no I/O, no clock, no allocation, no
 // lock; lease renewals, the hottest path of the system, go through them):
 //
 //   - Classify puts a request in a priority Level from who sends it and
@@ -12,9 +12,12 @@
 //     kube-node-lease and its Node's status (NodeHeartbeat) —, everything
 //     else a node asks (Node), administrators in system:masters (Admin),
 //     and everyone else (Workload).
-//   - Controller.Admit takes a seat for the request in its level. Each
-//     level has its own seats, so a request never waits behind another
-//     level's. Within a level, one identity (the user name: a flow) may hold
+//   - Width estimates the work of a request in seats: one for most
+//     requests, up to MaxWidth for a LIST (by its page size; the most when
+//     it is not paginated).
+//   - Controller.AdmitWidth takes that many seats for the request in its
+//     level. Each level has its own seats, so a request never waits behind
+//     another level's. Within a level, one identity (the user name: a flow) may hold
 //     at most its share of the level's seats, so one client cannot take a
 //     level from the others. There is no queue: past either limit the
 //     answer is "no" at once and the caller answers 429 with Retry-After.

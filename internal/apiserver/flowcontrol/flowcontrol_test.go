@@ -337,3 +337,90 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	})
 }
+
+func TestWidth(t *testing.T) {
+	tests := []struct {
+		name                   string
+		method, path, rawQuery string
+		want                   int
+	}{
+		{"a lease renewal takes one seat", "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "", 1},
+		{"a GET of one Node takes one seat", "GET", "/api/v1/nodes/n1", "", 1},
+		{"a GET of a Node's status takes one seat", "GET", "/api/v1/nodes/n1/status", "", 1},
+		{"a GET of one namespace takes one seat", "GET", "/api/v1/namespaces/default", "", 1},
+		{"a GET of a namespace's status takes one seat", "GET", "/api/v1/namespaces/default/status", "", 1},
+		{"a GET of one pod takes one seat", "GET", "/api/v1/namespaces/default/pods/p", "", 1},
+		{"discovery takes one seat", "GET", "/apis/apps/v1", "", 1},
+		{"a non-resource path takes one seat", "GET", "/metrics", "", 1},
+		{"a full LIST of Nodes takes the most", "GET", "/api/v1/nodes", "", MaxWidth},
+		{"a full LIST with a trailing slash takes the most", "GET", "/api/v1/nodes/", "", MaxWidth},
+		{"a full LIST of namespaces takes the most", "GET", "/api/v1/namespaces", "", MaxWidth},
+		{"a LIST of pods in a namespace takes the most", "GET", "/api/v1/namespaces/default/pods", "fieldSelector=spec.nodeName%3Dn1", MaxWidth},
+		{"a LIST of a group's resource takes the most", "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", "", MaxWidth},
+		{"a page of 500 takes five seats", "GET", "/api/v1/nodes", "limit=500", 5},
+		{"a page of 1 takes one seat", "GET", "/api/v1/nodes", "limit=1", 1},
+		{"a page of 101 takes two seats", "GET", "/api/v1/nodes", "limit=101", 2},
+		{"a page of 5000 takes the most", "GET", "/api/v1/nodes", "limit=5000", MaxWidth},
+		{"limit=0 is unpaginated", "GET", "/api/v1/nodes", "limit=0", MaxWidth},
+		{"a garbage limit is unpaginated", "GET", "/api/v1/nodes", "limit=x", MaxWidth},
+		{"a limit on a watch-cache LIST is ignored by the handler", "GET", "/api/v1/nodes", "limit=500&resourceVersion=0", MaxWidth},
+		{"a continued page is paginated", "GET", "/api/v1/nodes", "limit=500&resourceVersion=0&continue=abc", 5},
+		{"an exact-version page is paginated", "GET", "/api/v1/nodes", "limit=200&resourceVersion=7&resourceVersionMatch=Exact", 2},
+		{"a DELETE of a collection takes one seat", "DELETE", "/api/v1/namespaces/default/pods", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Width(tt.method, tt.path, tt.rawQuery); got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAdmitWidth(t *testing.T) {
+	// 100 seats: admin 30 (no per-identity cap), workload 10 (3 per user).
+	c := mustNew(t, Config{Seats: 100})
+	var lists []Seat
+	for i := range 3 {
+		s, r := c.AdmitWidth(Admin, "admin", MaxWidth)
+		if r != Admitted {
+			t.Fatalf("list %d: got %s, want admitted", i, r)
+		}
+		lists = append(lists, s)
+	}
+	if _, r := c.AdmitWidth(Admin, "admin", MaxWidth); r != LevelFull {
+		t.Fatalf("fourth list of 10 seats in 30: got %s, want %s", r, LevelFull)
+	}
+	if _, r := c.Admit(Admin, "admin"); r != LevelFull {
+		t.Fatalf("a one-seat request beside three full lists: got %s, want %s", r, LevelFull)
+	}
+	lists[0].Release()
+	if got := c.Stats(Admin).Executing; got != 20 {
+		t.Fatalf("executing after releasing one list: got %d, want 20", got)
+	}
+	for i := range 10 {
+		if _, r := c.Admit(Admin, "admin"); r != Admitted {
+			t.Fatalf("one-seat request %d in the freed list's seats: got %s", i, r)
+		}
+	}
+
+	// A user's share is 3 seats: its LIST is cut to 3 and runs alone;
+	// a second request of the same user waits for it.
+	list, r := c.AdmitWidth(Workload, "alice", MaxWidth)
+	if r != Admitted {
+		t.Fatalf("alice's list: got %s, want admitted (cut to her share)", r)
+	}
+	if _, r := c.Admit(Workload, "alice"); r != FlowFull {
+		t.Fatalf("alice beside her list: got %s, want %s", r, FlowFull)
+	}
+	if _, r := c.Admit(Workload, "bob"); r != Admitted {
+		t.Fatalf("bob beside alice's list: got %s, want admitted", r)
+	}
+	list.Release()
+	if got := c.Stats(Workload).Executing; got != 1 {
+		t.Fatalf("workload executing after alice's list: got %d, want 1 (bob's)", got)
+	}
+	if _, r := c.Admit(Workload, "alice"); r != Admitted {
+		t.Fatalf("alice after her list: got %s, want admitted", r)
+	}
+}

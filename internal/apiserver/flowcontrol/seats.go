@@ -102,7 +102,8 @@ type level struct {
 	// there is no per-identity limit.
 	flowCap    int32
 	flows      *[flowBuckets]atomic.Int32
-	executing  atomic.Int32
+	executing  atomic.Int32 // seats held
+	requests   atomic.Int32 // requests holding them
 	dispatched atomic.Uint64
 	rejected   [numReasons]atomic.Uint64
 	_          [64]byte // keep levels' hot counters on separate cache lines
@@ -135,17 +136,34 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Seat is an admitted request's place; Release it when the request ends.
+// Seat is an admitted request's place (one or more seats of its level:
+// its width); Release it when the request ends.
 type Seat struct {
 	l       *level
+	width   int32
 	buckets [2]uint16
 }
 
-// Admit takes a seat in level lv for identity flow, or says why not. It
+// Admit takes one seat in level lv for identity flow, or says why not. It
 // never blocks and does not allocate.
 func (c *Controller) Admit(lv Level, flow string) (Seat, Reason) {
+	return c.AdmitWidth(lv, flow, 1)
+}
+
+// AdmitWidth takes width seats (see Width) in level lv for identity flow,
+// or says why not. A width larger than the level's seats, or than one
+// identity's share, is cut down to it: a wide request can always run alone.
+// It never blocks and does not allocate.
+func (c *Controller) AdmitWidth(lv Level, flow string, width int) (Seat, Reason) {
 	l := &c.levels[lv]
-	s := Seat{l: l}
+	w := int32(max(1, width))
+	if l.seats > 0 {
+		w = min(w, l.seats)
+	}
+	if l.flows != nil {
+		w = min(w, l.flowCap)
+	}
+	s := Seat{l: l, width: w}
 	if l.flows != nil {
 		h := maphash.String(c.seed, flow)
 		b0, b1 := uint16(h%flowBuckets), uint16((h>>32)%flowBuckets)
@@ -153,36 +171,38 @@ func (c *Controller) Admit(lv Level, flow string) (Seat, Reason) {
 			b1 = (b0 + 1) % flowBuckets
 		}
 		s.buckets = [2]uint16{b0, b1}
-		n0, n1 := l.flows[b0].Add(1), l.flows[b1].Add(1)
+		n0, n1 := l.flows[b0].Add(w), l.flows[b1].Add(w)
 		if min(n0, n1) > l.flowCap {
-			l.flows[b0].Add(-1)
-			l.flows[b1].Add(-1)
+			l.flows[b0].Add(-w)
+			l.flows[b1].Add(-w)
 			l.rejected[FlowFull].Add(1)
 			return Seat{}, FlowFull
 		}
 	}
-	if n := l.executing.Add(1); l.seats > 0 && n > l.seats {
-		l.executing.Add(-1)
+	if n := l.executing.Add(w); l.seats > 0 && n > l.seats {
+		l.executing.Add(-w)
 		if l.flows != nil {
-			l.flows[s.buckets[0]].Add(-1)
-			l.flows[s.buckets[1]].Add(-1)
+			l.flows[s.buckets[0]].Add(-w)
+			l.flows[s.buckets[1]].Add(-w)
 		}
 		l.rejected[LevelFull].Add(1)
 		return Seat{}, LevelFull
 	}
+	l.requests.Add(1)
 	l.dispatched.Add(1)
 	return s, Admitted
 }
 
-// Release gives the seat back. Releasing the zero Seat does nothing.
+// Release gives the seats back. Releasing the zero Seat does nothing.
 func (s Seat) Release() {
 	if s.l == nil {
 		return
 	}
-	s.l.executing.Add(-1)
+	s.l.executing.Add(-s.width)
+	s.l.requests.Add(-1)
 	if s.l.flows != nil {
-		s.l.flows[s.buckets[0]].Add(-1)
-		s.l.flows[s.buckets[1]].Add(-1)
+		s.l.flows[s.buckets[0]].Add(-s.width)
+		s.l.flows[s.buckets[1]].Add(-s.width)
 	}
 }
 
@@ -191,8 +211,9 @@ type LevelStats struct {
 	// Seats is the level's limit (0: none); FlowSeats the most one
 	// identity may hold (equal to Seats when identities are not capped).
 	Seats, FlowSeats int
-	// Executing requests hold a seat now.
-	Executing int
+	// Executing is the seats held now (a wide request holds several);
+	// Requests the requests holding them.
+	Executing, Requests int
 	// Dispatched counts admitted requests; Rejected refused ones by
 	// Reason (index LevelFull, FlowFull).
 	Dispatched uint64
@@ -202,7 +223,7 @@ type LevelStats struct {
 // Stats returns a snapshot of level lv.
 func (c *Controller) Stats(lv Level) LevelStats {
 	l := &c.levels[lv]
-	st := LevelStats{Seats: int(l.seats), FlowSeats: int(l.seats), Executing: int(l.executing.Load()), Dispatched: l.dispatched.Load()}
+	st := LevelStats{Seats: int(l.seats), FlowSeats: int(l.seats), Executing: int(l.executing.Load()), Requests: int(l.requests.Load()), Dispatched: l.dispatched.Load()}
 	if l.flows != nil {
 		st.FlowSeats = int(l.flowCap)
 	}

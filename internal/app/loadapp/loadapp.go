@@ -149,6 +149,8 @@ CPU and RSS.
 				// would cut watch streams.
 				restCfg.Timeout = o.RequestTimeout
 			}
+			wire := &loadgen.Wire{}
+			wire.Wrap(restCfg)
 			clients, err := loadgen.NewClients(restCfg, o.Clients)
 			if err != nil {
 				return err
@@ -175,6 +177,7 @@ CPU and RSS.
 			cfg.SetupConcurrency = o.SetupConcurrency
 			cfg.Cleanup = o.Cleanup
 			cfg.ServerPID = o.ServerPID
+			cfg.Wire = wire
 			cfg.Rand = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 			cfg.Logger = logger
 			res, err := loadgen.Run(cmd.Context(), cfg)
