@@ -16,7 +16,10 @@
 # --node-monitor-grace-period, 50s), PERIOD (--node-monitor-period, 5s),
 # STATUS (sim --node-status-update-frequency, 10s), REPORT
 # (--node-status-report-frequency, 5m), FEW (30), SHOT (screenshot path),
-# SIMENV (environment for the sim, e.g. GOMEMLIMIT=3GiB), NP (binary).
+# SIMENV (environment for the sim, e.g. GOMEMLIMIT=3GiB), JOINERS (32), WORKERS
+# (64), NP (binary), KEEP (keep the run's files in this directory), DATA
+# (directory for the server's data, e.g. /dev/shm when the disk is shared),
+# TAIL (seconds watched after the last silenced node's grace ran out, 60).
 set -euo pipefail
 N=${1:-10000}
 WARM=${2:-60}
@@ -33,20 +36,21 @@ secs() { local v=$1; case $v in *m) echo $(( ${v%m} * 60 ));; *s) echo "${v%s}";
 GRACE_S=$(secs "$GRACE"); LEASE_S=$(secs "$LEASE"); PERIOD_S=$(secs "$PERIOD")
 TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 printf '%s,zone-admin,zone-admin,"system:masters"\n' "$TOKEN" >"$D/tokens.csv"
-trap 'kill $SHOTPID $SIMPID $SPID 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$D" "$B"' EXIT
+trap 'kill $SHOTPID $SIMPID $SPID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "${DATA:+$S}"; [ -n "${KEEP:-}" ] || rm -rf "$D" "$B"' EXIT
 SHOTPID= SIMPID=
-"$NP" server --data-dir "$D/s" --listen 127.0.0.1:0 --log-format json --token-auth-file "$D/tokens.csv" \
+S=${DATA:-$D}/s
+"$NP" server --data-dir "$S" --listen 127.0.0.1:0 --log-format json --token-auth-file "$D/tokens.csv" \
   --node-monitor-grace-period "$GRACE" --node-monitor-period "$PERIOD" >"$D/server.log" 2>&1 &
 SPID=$!
-for _ in $(seq 1 300); do [ -f "$D/s/admin.kubeconfig" ] && break; sleep 0.2; done
+for _ in $(seq 1 300); do [ -f "$S/admin.kubeconfig" ] && break; sleep 0.2; done
 sleep 1
-URL=$(awk '/server:/{print $2; exit}' "$D/s/admin.kubeconfig")
-export KUBECONFIG="$D/s/admin.kubeconfig"
+URL=$(awk '/server:/{print $2; exit}' "$S/admin.kubeconfig")
+export KUBECONFIG="$S/admin.kubeconfig"
 ticks() { awk '{print $14+$15}' /proc/$1/stat; }
 rss() { awk '/VmRSS/{print int($2/1024)}' /proc/$1/status; }
-env $SIMENV "$NP" sim --server "$URL" --token-file "$D/s/node-token" --nodes "$N" --zones a,b,c --watch-pods=false \
+env $SIMENV "$NP" sim --server "$URL" --token-file "$S/node-token" --nodes "$N" --zones a,b,c --watch-pods=false \
   --node-lease-duration "$LEASE" --node-status-update-frequency "$STATUS" --node-status-report-frequency "$REPORT" \
-  --joiners 32 --report-interval 30s --stdin=false --control 127.0.0.1:0 >"$D/sim.out" 2>"$D/sim.err" &
+  --joiners "${JOINERS:-32}" --workers "${WORKERS:-64}" --report-interval 30s --stdin=false --control 127.0.0.1:0 >"$D/sim.out" 2>"$D/sim.err" &
 SIMPID=$!
 T0=$(date +%s)
 until grep -q "nodes registered" "$D/sim.out" 2>/dev/null; do sleep 1; kill -0 $SIMPID; done
@@ -78,7 +82,7 @@ curl -s -X POST "$CTRL/pause?zone=c&count=$FEW" >/dev/null
 PAUSED=$(date +%s.%N)
 echo "paused zone a ($A), $BN of zone b, $FEW of zone c at $PAUSED"
 c0=$(ticks $SPID); t0=$(date +%s.%N)
-OBS=$(( GRACE_S + LEASE_S / 4 + 3 * PERIOD_S + 60 ))
+OBS=$(( GRACE_S + LEASE_S / 4 + 3 * PERIOD_S + ${TAIL:-60} ))
 sleep "$OBS"
 c1=$(ticks $SPID); t1=$(date +%s.%N)
 echo "outage ${OBS} s: server CPU $(echo "scale=2; ($c1-$c0)/100/($t1-$t0)" | bc) cores; server RSS $(rss $SPID) MiB, sim RSS $(rss $SIMPID) MiB (peak $(awk '/VmHWM/{print int($2/1024)}' /proc/$SIMPID/status) MiB); load $(cut -d' ' -f1-3 /proc/loadavg)"
