@@ -61,6 +61,8 @@ func run(url, token, zone, state, unhealthy string, settle, timeout time.Duratio
 	var rtts []time.Duration
 	var shown time.Time
 	last := ""
+	probe := time.NewTicker(250 * time.Millisecond)
+	defer probe.Stop()
 	for {
 		t0 := time.Now()
 		got, err := chromedp.Run(bctx, chromedp.Evaluate[string](js))
@@ -79,7 +81,11 @@ func run(url, token, zone, state, unhealthy string, settle, timeout time.Duratio
 		if !shown.IsZero() && time.Since(shown) >= settle {
 			break
 		}
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-probe.C:
+		case <-bctx.Done():
+			return fmt.Errorf("zone %s never showed %q %s: %w", zone, state, unhealthy, bctx.Err())
+		}
 	}
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	fmt.Printf("page probes: %d, p50 %v, p99 %v, max %v\n", len(rtts), rtts[len(rtts)/2].Round(time.Millisecond),
