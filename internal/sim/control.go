@@ -7,13 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 )
 
 // Handler is the control endpoint:
 //
 //	GET  /status                 the Status as JSON
-//	POST /pause?node=N|zone=Z    stop heartbeats
+//	POST /pause?node=N|zone=Z    stop heartbeats (with zone, &count=K: only
+//	                             the zone's first K nodes by index)
 //	POST /resume?node=N|zone=Z   resume them
 //	POST /shutdown?node=N|zone=Z graceful node shutdown, then down
 //	POST /boot?node=N|zone=Z     start shut-down nodes again
@@ -27,10 +29,19 @@ func (s *Sim) Handler() http.Handler {
 	})
 	action := func(do func(Selector) int) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			sel := Selector{Node: r.URL.Query().Get("node"), Zone: r.URL.Query().Get("zone")}
+			q := r.URL.Query()
+			sel := Selector{Node: q.Get("node"), Zone: q.Get("zone")}
 			if (sel.Node == "") == (sel.Zone == "") {
 				http.Error(w, "give exactly one of ?node= or ?zone=", http.StatusBadRequest)
 				return
+			}
+			if c := q.Get("count"); c != "" {
+				n, err := strconv.Atoi(c)
+				if err != nil || n <= 0 || sel.Zone == "" {
+					http.Error(w, fmt.Sprintf("?count=%q: want a positive number of nodes, with ?zone=", c), http.StatusBadRequest)
+					return
+				}
+				sel.Count = n
 			}
 			n := do(sel)
 			if n == 0 {

@@ -24,7 +24,7 @@ func (s *Sim) Shutdown(sel Selector) int {
 	table := shutdown.Table(s.cfg.ShutdownGracePeriod, s.cfg.ShutdownGracePeriodCriticalPods, nil)
 	started := 0
 	for _, n := range s.nodes {
-		if !sel.matches(n) || n.down.Load() {
+		if !s.selects(sel, n) || n.down.Load() {
 			continue
 		}
 		old := n.shutdown.Load()
@@ -63,7 +63,7 @@ func (s *Sim) Boot(sel Selector) int {
 	defer s.mu.RUnlock()
 	booted := 0
 	for _, n := range s.nodes {
-		if !sel.matches(n) || !n.down.Load() {
+		if !s.selects(sel, n) || !n.down.Load() {
 			continue
 		}
 		n.shutdown.Store(nil)
@@ -74,6 +74,14 @@ func (s *Sim) Boot(sel Selector) int {
 	return booted
 }
 
-func (sel Selector) matches(n *node) bool {
-	return (sel.Node != "" && n.name == sel.Node) || (sel.Zone != "" && n.zone == sel.Zone)
+// selects reports whether sel picks node n. Nodes are spread over the zones
+// round-robin, so n is the (index / zones)-th node of its zone.
+func (s *Sim) selects(sel Selector, n *node) bool {
+	if sel.Node != "" {
+		return n.name == sel.Node
+	}
+	if sel.Zone == "" || n.zone != sel.Zone {
+		return false
+	}
+	return sel.Count <= 0 || n.index/max(1, len(s.cfg.Zones)) < sel.Count
 }

@@ -470,10 +470,13 @@ func (s *Sim) restConfig(token string, caPEM []byte) (*rest.Config, error) {
 	}, nil
 }
 
-// Selector picks nodes: by name or by zone.
+// Selector picks nodes: by name or by zone. Count, with Zone, narrows a
+// zone to its first Count nodes by index (0: all of them), so a what-if can
+// silence part of a zone (a partial disruption) with one command.
 type Selector struct {
-	Node string `json:"node,omitempty"`
-	Zone string `json:"zone,omitempty"`
+	Node  string `json:"node,omitempty"`
+	Zone  string `json:"zone,omitempty"`
+	Count int    `json:"count,omitempty"`
 }
 
 // SetPaused stops (true) or resumes (false) the heartbeats — lease renewals
@@ -483,7 +486,7 @@ func (s *Sim) SetPaused(sel Selector, paused bool) int {
 	defer s.mu.RUnlock()
 	n := 0
 	for _, nd := range s.nodes {
-		if (sel.Node != "" && nd.name == sel.Node) || (sel.Zone != "" && nd.zone == sel.Zone) {
+		if s.selects(sel, nd) {
 			if nd.paused.Swap(paused) && !paused {
 				// Simulated nodes do not watch their Node; a kubelet
 				// coming back would see the controller's Unknown through

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -83,5 +84,38 @@ func TestParseZones(t *testing.T) {
 	}
 	if ParseZones("") != nil {
 		t.Error("empty --zones gave zones")
+	}
+}
+
+func TestSelectorPicksNodes(t *testing.T) {
+	s := &Sim{cfg: Config{Nodes: 9, Zones: []string{"a", "b", "c"}, NamePrefix: "sim-"}}
+	var nodes []*node
+	for i := range 9 {
+		nodes = append(nodes, &node{name: s.Name(i), index: i, zone: s.cfg.Zones[i%3]})
+	}
+	tests := []struct {
+		name string
+		sel  Selector
+		want []int
+	}{
+		{"a node name picks that node only", Selector{Node: "sim-4"}, []int{4}},
+		{"a zone picks all of its nodes", Selector{Zone: "b"}, []int{1, 4, 7}},
+		{"a zone with a count picks its first nodes by index", Selector{Zone: "b", Count: 2}, []int{1, 4}},
+		{"a count larger than the zone picks the whole zone", Selector{Zone: "c", Count: 50}, []int{2, 5, 8}},
+		{"an unknown zone picks nothing", Selector{Zone: "d"}, nil},
+		{"an empty selector picks nothing", Selector{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int
+			for _, n := range nodes {
+				if s.selects(tt.sel, n) {
+					got = append(got, n.index)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("selected %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

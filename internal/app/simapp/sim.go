@@ -105,7 +105,7 @@ renews its Lease and posts NodeStatus with the agent's own code; pods bound to i
 Control it while it runs, on stdin or the --control endpoint:
   pause node N | pause zone Z | resume node N | resume zone Z | status | reset
   shutdown node N | shutdown zone Z | boot node N | boot zone Z
-  GET /status   POST /pause?node=N|zone=Z   POST /resume?...   POST /reset
+  GET /status   POST /pause?node=N|zone=Z[&count=K]   POST /resume?...   POST /reset
   POST /shutdown?node=N|zone=Z   POST /boot?node=N|zone=Z
 
 shutdown runs a graceful node shutdown as the agent does (Ready=False "node is
