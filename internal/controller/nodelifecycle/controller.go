@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -299,7 +300,11 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 			defer func() { <-sem; wg.Done() }()
 			start := c.cfg.Clock.Now()
 			if err := c.writeUnknown(ctx, u.Node); err != nil {
-				c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
+				if errors.Is(err, errNodeReported) {
+					c.cfg.Logger.Info("node posted its status while being marked Unknown: judged again next pass", "node", u.Node.Name)
+				} else {
+					c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
+				}
 				failedMu.Lock()
 				failed[u.Node.Name] = true
 				failedMu.Unlock()
@@ -355,18 +360,35 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 	}
 }
 
-// writeUnknown writes the Unknown conditions, re-reading the node on a
-// conflict (SPEC NLC-7).
+// errNodeReported ends writeUnknown without a write: the node posted its
+// status after it was judged, so the next monitor pass decides again from
+// what it posted.
+var errNodeReported = errors.New("node posted its status after it was judged")
+
+// writeUnknown writes the Unknown conditions (node is the marked copy,
+// MarkUnknown), re-reading the node on a failed write (SPEC NLC-7). On a
+// re-read it writes nothing when the node is already Unknown (an earlier
+// attempt whose answer was lost, or another writer) and returns
+// errNodeReported when the node's Ready heartbeat is newer than the one it
+// was judged by: a node that just reported must not be marked Unknown.
 func (c *Controller) writeUnknown(ctx context.Context, node *corev1.Node) error {
+	judged := readyCondition(node)
 	first, readFailed := true, false
-	err := retry.OnError(nodeWriteRetries, func(error) bool { return !readFailed }, func() error {
+	err := retry.OnError(nodeWriteRetries, func(err error) bool { return !readFailed && !errors.Is(err, errNodeReported) }, func() error {
 		if !first {
 			fresh, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 			if err != nil {
 				readFailed = true
 				return err
 			}
-			node = MarkUnknown(fresh, c.cfg.Clock.Now())
+			if reportedSince(fresh, judged) {
+				return errNodeReported
+			}
+			marked := MarkUnknown(fresh, c.cfg.Clock.Now())
+			if marked == nil {
+				return nil
+			}
+			node = marked
 		}
 		first = false
 		_, err := c.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
@@ -376,6 +398,17 @@ func (c *Controller) writeUnknown(ctx context.Context, node *corev1.Node) error 
 		return nil
 	}
 	return err
+}
+
+// reportedSince tells whether fresh carries a Ready condition, not Unknown,
+// with a heartbeat later than the one of judged (the Ready condition the
+// node was judged by; nil when it had none).
+func reportedSince(fresh *corev1.Node, judged *corev1.NodeCondition) bool {
+	r := readyCondition(fresh)
+	if r == nil || r.Status == corev1.ConditionUnknown {
+		return false
+	}
+	return judged == nil || r.LastHeartbeatTime.After(judged.LastHeartbeatTime.Time)
 }
 
 // markPods sets Ready=False on every pod of the node (SPEC NLC-9).

@@ -1,0 +1,80 @@
+package nodelifecycle
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestWriteUnknownAfterAConflict: the first status write conflicts, so the
+// controller re-reads the node; what it then writes depends on what the node
+// has become meanwhile.
+func TestWriteUnknownAfterAConflict(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	judgedBeat := now.Add(-time.Minute)
+	node := func(status corev1.ConditionStatus, beat time.Time, labels map[string]string) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.NewTime(beat),
+				LastTransitionTime: metav1.NewTime(now.Add(-time.Hour)),
+			}}},
+		}
+	}
+	cases := []struct {
+		name       string
+		stored     *corev1.Node // what the re-read finds
+		wantErr    error
+		wantWrites int
+		wantReady  corev1.ConditionStatus
+	}{
+		{name: "a node another writer already marked Unknown is left alone",
+			stored: node(corev1.ConditionUnknown, judgedBeat, nil), wantWrites: 1, wantReady: corev1.ConditionUnknown},
+		{name: "a node that posted Ready since it was judged is not marked Unknown",
+			stored: node(corev1.ConditionTrue, now.Add(-time.Second), nil), wantErr: errNodeReported, wantWrites: 1, wantReady: corev1.ConditionTrue},
+		{name: "a conflict with an unrelated change is written again on the fresh node",
+			stored: node(corev1.ConditionTrue, judgedBeat, map[string]string{"changed": "yes"}), wantWrites: 2, wantReady: corev1.ConditionUnknown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(tc.stored)
+			writes := 0
+			client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "status" {
+					return false, nil, nil
+				}
+				writes++
+				if writes == 1 {
+					return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("changed"))
+				}
+				return false, nil, nil
+			})
+			c := &Controller{cfg: ShellConfig{Client: client, Clock: clocktesting.NewFakeClock(now)}}
+			judged := MarkUnknown(node(corev1.ConditionTrue, judgedBeat, nil), now)
+			err := c.writeUnknown(context.Background(), judged)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("writeUnknown: %v, want %v", err, tc.wantErr)
+			}
+			if writes != tc.wantWrites {
+				t.Errorf("%d status writes, want %d", writes, tc.wantWrites)
+			}
+			got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := readyCondition(got); r == nil || r.Status != tc.wantReady {
+				t.Errorf("stored Ready %+v, want %s", r, tc.wantReady)
+			}
+		})
+	}
+}
