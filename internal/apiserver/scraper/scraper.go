@@ -42,8 +42,23 @@ type Config struct {
 	Targets func(ctx context.Context) ([]Target, error)
 	// Client returns the HTTP client that reaches node's agent.
 	Client func(node string) *http.Client
-	Clock  clock.WithTicker
-	Logger *slog.Logger
+	// Parallelism bounds the scrapes in flight (default 64), so a pass
+	// over 100,000 nodes does not start 100,000 connections at once.
+	Parallelism int
+	Clock       clock.WithTicker
+	Logger      *slog.Logger
+}
+
+// maxBackoffPasses is the most passes a failing node is skipped for: a node
+// whose scrapes keep failing (an agent that is down, a simulated node with
+// no agent) is tried after 1, 2, 4 and then every 8 passes (2 min at the
+// default resolution), not every pass.
+const maxBackoffPasses = 8
+
+// failure is a node's current streak of failed scrapes.
+type failure struct {
+	streak int // consecutive failed attempts
+	skip   int // passes still to skip before the next attempt
 }
 
 // Scraper keeps the latest usage of every node and pod.
@@ -54,6 +69,9 @@ type Scraper struct {
 	last  map[string]Scrape // by node
 	nodes map[string]Usage
 	pods  map[PodRef]PodUsage
+
+	// failing is only touched by ScrapeOnce, one pass at a time.
+	failing map[string]failure
 }
 
 // New returns a Scraper; Run starts it.
@@ -67,13 +85,16 @@ func New(cfg Config) (*Scraper, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = min(cfg.Resolution, 10*time.Second)
 	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 64
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Scraper{cfg: cfg, last: map[string]Scrape{}, nodes: map[string]Usage{}, pods: map[PodRef]PodUsage{}}, nil
+	return &Scraper{cfg: cfg, last: map[string]Scrape{}, nodes: map[string]Usage{}, pods: map[PodRef]PodUsage{}, failing: map[string]failure{}}, nil
 }
 
 // Run scrapes at once and then every Resolution until ctx ends.
@@ -90,9 +111,12 @@ func (s *Scraper) Run(ctx context.Context) {
 	}
 }
 
-// ScrapeOnce scrapes every target once, in parallel, and updates the
-// results. A node that is not a target any more, or whose scrape failed,
-// loses its results (stale numbers are worse than none).
+// ScrapeOnce scrapes every target once, at most Config.Parallelism at a
+// time, and updates the results. A node that is not a target any more, or
+// whose scrape failed, loses its results (stale numbers are worse than
+// none). A node whose scrapes keep failing is skipped for a growing number
+// of passes (maxBackoffPasses at most), and only the first failure of a
+// streak is logged.
 func (s *Scraper) ScrapeOnce(ctx context.Context) {
 	targets, err := s.cfg.Targets(ctx)
 	if err != nil {
@@ -100,20 +124,31 @@ func (s *Scraper) ScrapeOnce(ctx context.Context) {
 		return
 	}
 	results := make([]*Scrape, len(targets))
+	errs := make([]error, len(targets))
+	tried := make([]bool, len(targets))
+	sem := make(chan struct{}, s.cfg.Parallelism)
 	var wg sync.WaitGroup
 	for i, t := range targets {
+		if f, ok := s.failing[t.Node]; ok && f.skip > 0 {
+			f.skip--
+			s.failing[t.Node] = f
+			continue
+		}
+		tried[i] = true
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { <-sem; wg.Done() }()
 			sc, err := s.scrape(ctx, t)
 			if err != nil {
-				s.cfg.Logger.Info("resource metrics: scrape failed", "node", t.Node, "err", err)
+				errs[i] = err
 				return
 			}
 			results[i] = &sc
 		}()
 	}
 	wg.Wait()
+	s.noteFailures(targets, tried, errs)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,6 +174,38 @@ func (s *Scraper) ScrapeOnce(ctx context.Context) {
 		}
 	}
 	s.last, s.nodes, s.pods = last, nodes, pods
+}
+
+// noteFailures updates the failure streaks after a pass: a success ends a
+// node's streak, a failure lengthens it and sets how many passes to skip;
+// nodes that are no longer targets are forgotten.
+func (s *Scraper) noteFailures(targets []Target, tried []bool, errs []error) {
+	current := make(map[string]bool, len(targets))
+	for i, t := range targets {
+		current[t.Node] = true
+		if !tried[i] {
+			continue
+		}
+		if errs[i] == nil {
+			if f, ok := s.failing[t.Node]; ok {
+				s.cfg.Logger.Info("resource metrics: scrape works again", "node", t.Node, "failedAttempts", f.streak)
+				delete(s.failing, t.Node)
+			}
+			continue
+		}
+		f := s.failing[t.Node]
+		if f.streak == 0 {
+			s.cfg.Logger.Info("resource metrics: scrape failed; retrying less often while it fails", "node", t.Node, "err", errs[i])
+		}
+		f.streak++
+		f.skip = min(1<<(f.streak-1), maxBackoffPasses) - 1
+		s.failing[t.Node] = f
+	}
+	for node := range s.failing {
+		if !current[node] {
+			delete(s.failing, node)
+		}
+	}
 }
 
 func (s *Scraper) scrape(ctx context.Context, t Target) (Scrape, error) {

@@ -3,10 +3,12 @@ package scraper
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,5 +77,73 @@ func TestScrapeOnce(t *testing.T) {
 	}
 	if _, ok := s.Pod("ns", "p"); ok {
 		t.Error("a pod on a node whose scrape failed keeps its old usage")
+	}
+}
+
+// TestAFailingNodeIsTriedLessOften: a node whose agent keeps failing is
+// tried on passes 1, 2, 4, 8, 16, 24, … (skipped for up to 8 passes at a
+// time), its failure is logged once per streak, and once it answers again
+// it is scraped every pass.
+func TestAFailingNodeIsTriedLessOften(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	var mu sync.Mutex // attempts and pass: the agent runs on its own goroutines
+	var attempts []int
+	pass := 0
+	agent := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts = append(attempts, pass)
+		mu.Unlock()
+		if failing.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "node_cpu_usage_seconds_total 1 1700000000000\nnode_memory_working_set_bytes 1 1700000000000\n")
+	}))
+	defer agent.Close()
+	var logs strings.Builder
+	s, err := New(Config{
+		Targets: func(context.Context) ([]Target, error) {
+			return []Target{{Node: "n1", Host: strings.TrimPrefix(agent.URL, "https://")}}, nil
+		},
+		Client: func(string) *http.Client { return agent.Client() },
+		Clock:  clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrapes := func(from, to int) []int {
+		mu.Lock()
+		attempts = nil
+		mu.Unlock()
+		for p := from; p <= to; p++ {
+			mu.Lock()
+			pass = p
+			mu.Unlock()
+			s.ScrapeOnce(context.Background())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), attempts...)
+	}
+	tried := scrapes(1, 30)
+	if want := []int{1, 2, 4, 8, 16, 24}; fmt.Sprint(tried) != fmt.Sprint(want) {
+		t.Errorf("a failing node was tried on passes %v, want %v", tried, want)
+	}
+	if n := strings.Count(logs.String(), "scrape failed"); n != 1 {
+		t.Errorf("%d failure lines for one streak, want 1:\n%s", n, logs.String())
+	}
+
+	failing.Store(false)
+	tried = scrapes(31, 45)
+	if len(tried) == 0 || tried[0] != 32 {
+		t.Fatalf("after the agent recovered, first attempt on pass %v, want 32 (the next after 24 + 8)", tried)
+	}
+	if want := 45 - 32 + 1; len(tried) != want {
+		t.Errorf("after recovery the node was tried %d times in passes 32–45, want every pass (%d)", len(tried), want)
+	}
+	if !strings.Contains(logs.String(), "scrape works again") {
+		t.Errorf("no line says the node answers again:\n%s", logs.String())
 	}
 }
