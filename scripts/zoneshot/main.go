@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -70,11 +71,12 @@ func run(url, token, zone, state, unhealthy string, settle, timeout time.Duratio
 			return fmt.Errorf("read the page: %w", err)
 		}
 		rtts = append(rtts, time.Since(t0))
+		// The page groups digits ("3,334"); -unhealthy is a plain number.
 		if got != last {
 			fmt.Printf("zone %s: %q at %.3f\n", zone, got, unix(time.Now()))
 			last = got
 		}
-		if shown.IsZero() && (got == state+" "+unhealthy || (unhealthy == "" && len(got) > len(state) && got[:len(state)] == state)) {
+		if shown.IsZero() && (strings.ReplaceAll(got, ",", "") == state+" "+unhealthy || (unhealthy == "" && len(got) > len(state) && got[:len(state)] == state)) {
 			shown = time.Now()
 			fmt.Printf("shown %.3f\n", unix(shown))
 		}

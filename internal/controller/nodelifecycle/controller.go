@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,11 @@ type Controller struct {
 	core    *Core
 	fresh   Freshness
 	leading bool
+
+	// seenMu guards leaseSeen: when the lease informer delivered each
+	// node's current Lease (Observation.LeaseSeenAt).
+	seenMu    sync.Mutex
+	leaseSeen map[string]time.Time
 
 	nodes      corelisters.NodeLister
 	leases     coordinationlisters.LeaseLister
@@ -150,11 +156,42 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	}
 	c.pods = pods
 	c.noSchedule = manager.NewQueue("node-noschedule-taints", c.cfg.Clock)
+	c.leaseSeen = map[string]time.Time{}
+	if _, err := li.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.noteLease(obj) },
+		UpdateFunc: func(_, cur any) { c.noteLease(cur) },
+		DeleteFunc: func(obj any) { c.forgetLease(obj) },
+	}); err != nil {
+		return err
+	}
 	_, err = ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(obj) },
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 	})
 	return err
+}
+
+// noteLease records when a node's Lease arrived from the watch.
+func (c *Controller) noteLease(obj any) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok || l.Namespace != corev1.NamespaceNodeLease {
+		return
+	}
+	now := c.cfg.Clock.Now()
+	c.seenMu.Lock()
+	c.leaseSeen[l.Name] = now
+	c.seenMu.Unlock()
+}
+
+func (c *Controller) forgetLease(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if l, ok := obj.(*coordinationv1.Lease); ok && l.Namespace == corev1.NamespaceNodeLease {
+		c.seenMu.Lock()
+		delete(c.leaseSeen, l.Name)
+		c.seenMu.Unlock()
+	}
 }
 
 // Run implements manager.Controller.
@@ -257,6 +294,13 @@ func (c *Controller) monitorPass(ctx context.Context) {
 		}
 		obs = append(obs, o)
 	}
+	c.seenMu.Lock()
+	for i := range obs {
+		if obs[i].Lease != nil {
+			obs[i].LeaseSeenAt = c.leaseSeen[obs[i].Node.Name]
+		}
+	}
+	c.seenMu.Unlock()
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	c.fresh.Seen(c.leaseInf.LastSyncResourceVersion())

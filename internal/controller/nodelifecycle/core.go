@@ -100,6 +100,13 @@ type Observation struct {
 	Node *corev1.Node
 	// Lease is the node's Lease in kube-node-lease, nil if there is none.
 	Lease *coordinationv1.Lease
+	// LeaseSeenAt is when the shell's watch delivered this version of the
+	// Lease, by the controller's clock; zero if unknown. A renewal counts
+	// as a sign of life from then instead of from the pass that looks at
+	// it, so a node's grace runs from (at most a watch delay after) its
+	// renewal, not from up to a monitor period later. A time after the
+	// pass's now counts as now.
+	LeaseSeenAt time.Time
 }
 
 // PassResult is what a monitor pass asks the shell to do. Carry out
@@ -242,7 +249,11 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		}
 		n.node, n.zone, n.excluded = node, key, excludedFromDisruption(node)
 		members[key]++
-		n.health.observe(node, o.Lease, now)
+		seen := now
+		if !o.LeaseSeenAt.IsZero() && o.LeaseSeenAt.Before(now) {
+			seen = o.LeaseSeenAt
+		}
+		n.health.observe(node, o.Lease, now, seen)
 		if turnedFresh && !n.health.neverAlive() {
 			n.health.probe = now
 		}

@@ -88,8 +88,12 @@ func readyStatus(node *corev1.Node) corev1.ConditionStatus {
 // renewTime is not. A Ready condition that vanished counts as one too
 // (upstream's "start over"), unless the one remembered is this controller's
 // own write that has not reached the view yet.
-func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now time.Time) bool {
-	alive := false
+//
+// The probe moves to now for a new Ready heartbeat, and to leaseSeen (when
+// the controller's watch delivered the renewal, at or before now) for a
+// lease renewal; never backwards.
+func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now, leaseSeen time.Time) bool {
+	alive, probe := false, now
 	cur := readyCondition(node)
 	switch {
 	case h.ready == nil && cur != nil:
@@ -107,11 +111,14 @@ func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now tim
 		// going back in time is not a sign of life until it passes the
 		// latest value seen.
 		if r := lease.Spec.RenewTime; !h.lease || h.renew.Before(r) {
+			if !alive {
+				probe = leaseSeen
+			}
 			h.lease, h.renew, alive = true, r.DeepCopy(), true
 		}
 	}
-	if alive {
-		h.probe = now
+	if alive && probe.After(h.probe) {
+		h.probe = probe
 	}
 	return alive
 }
