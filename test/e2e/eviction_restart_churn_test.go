@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -157,53 +155,10 @@ func TestTaintEvictionAcrossARestartWithDefaultTimingsWhileNodesChurn(t *testing
 		}
 	}()
 
-	churnCtx, stopChurn := context.WithCancel(ctx)
-	var churn sync.WaitGroup
-	t.Cleanup(func() { stopChurn(); churn.Wait() })
-	churn.Add(2)
-	go func() {
-		defer churn.Done()
-		rng := rand.New(rand.NewPCG(1, 2))
-		paused := map[string]bool{}
-		tick := time.NewTicker(300 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-churnCtx.Done():
-				return
-			case <-tick.C:
-			}
-			n := churnNodes[rng.IntN(len(churnNodes))]
-			verb := "pause"
-			if paused[n] {
-				verb = "resume"
-			}
-			paused[n] = !paused[n]
-			if resp, err := http.Post(control+"/"+verb+"?node="+n, "", nil); err == nil {
-				resp.Body.Close()
-			}
-		}
-	}()
-	go func() {
-		defer churn.Done()
-		churnPods(churnCtx, wcs, churnNodes)
-	}()
+	startChurn(t, ctx, control, churnNodes, 300*time.Millisecond, s.restConfig())
 
 	post(t, control+"/pause?node="+victimNode)
-	var timeAdded time.Time
-	eventually(t, 90*time.Second, victimNode+" NoExecute-tainted", func() error {
-		n, err := cs.CoreV1().Nodes().Get(ctx, victimNode, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, tn := range n.Spec.Taints {
-			if tn.Key == corev1.TaintNodeUnreachable && tn.Effect == corev1.TaintEffectNoExecute && tn.TimeAdded != nil {
-				timeAdded = tn.TimeAdded.Time
-				return nil
-			}
-		}
-		return fmt.Errorf("taints %v", n.Spec.Taints)
-	})
+	timeAdded := unreachableTaintAdded(t, ctx, cs, victimNode, 90*time.Second)
 	deadline := timeAdded.Add(30 * time.Second)
 	for time.Now().Before(timeAdded.Add(26 * time.Second)) {
 		time.Sleep(50 * time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestTaintEvictionOnTimeAcrossARestartUnderLoad: a pod tolerating
@@ -82,60 +83,12 @@ func TestTaintEvictionOnTimeAcrossARestartUnderLoad(t *testing.T) {
 	// Load: nodes of zones b and c go silent and come back, pods without
 	// tolerations come and go on them (so the taint eviction controller has
 	// evictions of its own to do), for the rest of the test.
-	churnCtx, stopChurn := context.WithCancel(ctx)
-	var churn sync.WaitGroup
-	t.Cleanup(func() { stopChurn(); churn.Wait() })
-	churn.Add(2)
-	go func() {
-		defer churn.Done()
-		rng := rand.New(rand.NewPCG(1, 2))
-		paused := map[string]bool{}
-		tick := time.NewTicker(700 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-churnCtx.Done():
-				return
-			case <-tick.C:
-			}
-			n := churnNodes[rng.IntN(len(churnNodes))]
-			verb := "pause"
-			if paused[n] {
-				verb = "resume"
-			}
-			paused[n] = !paused[n]
-			// The server may be restarting; the sim keeps the state.
-			if resp, err := http.Post(control+"/"+verb+"?node="+n, "", nil); err == nil {
-				resp.Body.Close()
-			}
-		}
-	}()
-	churnClient, err := kubernetes.NewForConfig(s.restConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer churn.Done()
-		churnPods(churnCtx, churnClient, churnNodes)
-	}()
+	startChurn(t, ctx, control, churnNodes, 700*time.Millisecond, s.restConfig())
 
-	var timeAdded time.Time
 	for _, n := range append([]string{victimNode}, bulkNodes...) {
 		post(t, control+"/pause?node="+n)
 	}
-	eventually(t, 40*time.Second, victimNode+" NoExecute-tainted", func() error {
-		n, err := cs.CoreV1().Nodes().Get(ctx, victimNode, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, tn := range n.Spec.Taints {
-			if tn.Key == corev1.TaintNodeUnreachable && tn.Effect == corev1.TaintEffectNoExecute && tn.TimeAdded != nil {
-				timeAdded = tn.TimeAdded.Time
-				return nil
-			}
-		}
-		return fmt.Errorf("taints %v", n.Spec.Taints)
-	})
+	timeAdded := unreachableTaintAdded(t, ctx, cs, victimNode, 40*time.Second)
 	deadline := timeAdded.Add(30 * time.Second)
 
 	// Restart the server 10 s into the toleration.
@@ -211,4 +164,70 @@ func churnPods(ctx context.Context, cs kubernetes.Interface, nodes []string) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// startChurn keeps the test's cluster busy until the test ends: every
+// interval one of nodes (simulated, on the sim's control endpoint) goes
+// silent or comes back, and pods without tolerations come and go on them
+// (churnPods), so the taint eviction controller has evictions of its own.
+// It goes on across server restarts: the sim keeps its state, and failed
+// requests are simply tried again on the next tick.
+func startChurn(t *testing.T, ctx context.Context, control string, nodes []string, interval time.Duration, cfg *rest.Config) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	churnCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop(); wg.Wait() })
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(1, 2))
+		paused := map[string]bool{}
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-churnCtx.Done():
+				return
+			case <-tick.C:
+			}
+			n := nodes[rng.IntN(len(nodes))]
+			verb := "pause"
+			if paused[n] {
+				verb = "resume"
+			}
+			paused[n] = !paused[n]
+			if resp, err := http.Post(control+"/"+verb+"?node="+n, "", nil); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		churnPods(churnCtx, cs, nodes)
+	}()
+}
+
+// unreachableTaintAdded waits for node's unreachable NoExecute taint and
+// returns its timeAdded.
+func unreachableTaintAdded(t *testing.T, ctx context.Context, cs kubernetes.Interface, node string, timeout time.Duration) time.Time {
+	t.Helper()
+	var added time.Time
+	eventually(t, timeout, node+" NoExecute-tainted", func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, tn := range n.Spec.Taints {
+			if tn.Key == corev1.TaintNodeUnreachable && tn.Effect == corev1.TaintEffectNoExecute && tn.TimeAdded != nil {
+				added = tn.TimeAdded.Time
+				return nil
+			}
+		}
+		return fmt.Errorf("taints %v", n.Spec.Taints)
+	})
+	return added
 }
