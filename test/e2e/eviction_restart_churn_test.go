@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -177,23 +176,7 @@ func TestTaintEvictionAcrossARestartWithDefaultTimingsWhileNodesChurn(t *testing
 		restartAt.Sub(timeAdded).Round(10*time.Millisecond), readyAt.Sub(timeAdded).Round(10*time.Millisecond))
 	cs = s.client()
 
-	var seen, serverAt time.Time
-	eventually(t, 150*time.Second, "victim evicted", func() error {
-		p, err := cs.CoreV1().Pods("default").Get(ctx, "victim", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			seen = time.Now()
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if p.DeletionTimestamp == nil {
-			return fmt.Errorf("not yet")
-		}
-		seen = time.Now()
-		serverAt = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
-		return nil
-	})
+	seen, serverAt := waitEvicted(t, ctx, cs, "default", "victim", 150*time.Second)
 	stopWatch()
 	histMu.Lock()
 	t.Logf("victim node %s (taints as the test saw them):\n%s", victimNode, strings.Join(history, "\n"))

@@ -104,26 +104,7 @@ func TestTaintEvictionOnTimeAcrossARestartUnderLoad(t *testing.T) {
 		restartAt.Sub(timeAdded).Round(10*time.Millisecond), time.Since(timeAdded).Round(10*time.Millisecond))
 	cs = s.client()
 
-	// Watch for the deletion: the first moment the pod shows up terminating
-	// (or gone), and the server's own deletion time (deletionTimestamp less
-	// the grace period, one-second resolution).
-	var seen, serverAt time.Time
-	eventually(t, 90*time.Second, "victim evicted", func() error {
-		p, err := cs.CoreV1().Pods("default").Get(ctx, "victim", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			seen = time.Now()
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if p.DeletionTimestamp == nil {
-			return fmt.Errorf("not yet")
-		}
-		seen = time.Now()
-		serverAt = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
-		return nil
-	})
+	seen, serverAt := waitEvicted(t, ctx, cs, "default", "victim", 90*time.Second)
 	t.Logf("evicted %v after timeAdded+30s as seen by the test, %v after the restart", seen.Sub(deadline).Round(10*time.Millisecond),
 		seen.Sub(restartAt).Round(10*time.Millisecond))
 	if !serverAt.IsZero() {
@@ -230,4 +211,29 @@ func unreachableTaintAdded(t *testing.T, ctx context.Context, cs kubernetes.Inte
 		return fmt.Errorf("taints %v", n.Spec.Taints)
 	})
 	return added
+}
+
+// waitEvicted waits until the pod shows up terminating or gone, and returns
+// when the test first saw that and the server's own deletion time
+// (deletionTimestamp less the grace period, one-second resolution; zero if
+// the pod was already gone).
+func waitEvicted(t *testing.T, ctx context.Context, cs kubernetes.Interface, namespace, name string, timeout time.Duration) (seen, serverAt time.Time) {
+	t.Helper()
+	eventually(t, timeout, name+" evicted", func() error {
+		p, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			seen = time.Now()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p.DeletionTimestamp == nil {
+			return fmt.Errorf("not yet")
+		}
+		seen = time.Now()
+		serverAt = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+		return nil
+	})
+	return seen, serverAt
 }
