@@ -18,7 +18,7 @@ func storedLeaseMeta() metav1.ObjectMeta {
 		Name: "node-1", Namespace: "kube-node-lease", UID: "6b1c0a8e-1",
 		ResourceVersion: "41", Generation: 0,
 		CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)),
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "a1"}},
+		OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "a1"}},
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
@@ -352,26 +352,27 @@ func TestRequestProgressReachesEveryCaughtUpWatch(t *testing.T) {
 	}
 }
 
+// TestPeriodicSnapshotCarriesWritesAcrossACrash runs the store in a synctest
+// bubble: its snapshot ticker runs on bubble time, so one simulated minute
+// and synctest.Wait give exactly one periodic snapshot. The snapshot is
+// checked before the store is closed (a close writes one too); the copy
+// opened afterwards stands for the restart after the crash.
 func TestPeriodicSnapshotCarriesWritesAcrossACrash(t *testing.T) {
 	dir := t.TempDir()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	crashed, err := Open(Config{Dir: dir, SnapshotInterval: time.Minute, Clock: clk, InitialRevision: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer crashed.Close() // after the test: it stands for a dead process
-	rev := mustCreate(t, crashed, "/s/k", "in the snapshot")
-	deadline := time.Now().Add(eventWait)
-	for {
-		clk.Step(time.Minute) // the loop may not be waiting on the ticker yet: step until a snapshot lands
-		if snap, err := readSnapshot(filepath.Join(dir, snapshotFile)); err == nil && snap.revision == rev {
-			break
+	var rev int64
+	synctest.Test(t, func(t *testing.T) {
+		crashed, err := Open(Config{Dir: dir, SnapshotInterval: time.Minute, InitialRevision: 5})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no snapshot after stepping the clock")
+		defer crashed.Close()
+		rev = mustCreate(t, crashed, "/s/k", "in the snapshot")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if snap, err := readSnapshot(filepath.Join(dir, snapshotFile)); err != nil || snap.revision != rev {
+			t.Fatalf("after one snapshot interval: snapshot %+v, %v; want one at revision %d", snap, err, rev)
 		}
-		time.Sleep(10 * time.Millisecond) // poll interval for the snapshot goroutine
-	}
+	})
 	s := newTestStore(t, Config{Dir: dir})
 	got, err := s.Get(t.Context(), "/s/k")
 	if err != nil || string(got.Value) != "in the snapshot" || got.ModRevision != rev {
