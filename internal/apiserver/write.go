@@ -426,9 +426,27 @@ func (h *resourceHandler) checkIdentity(obj runtime.Object, info requestInfo) er
 // from the watch cache when it already holds revision wantRV (0 = any
 // cached revision), otherwise from storage. wantRV < 0 forces storage.
 func (h *resourceHandler) current(ctx context.Context, info requestInfo, wantRV int64) (runtime.Object, error) {
+	return h.read(ctx, info, wantRV, false)
+}
+
+// currentForUpdate is current for the update path. When nothing on that
+// path can write to the old object (see oldStaysUnmodified), it returns the
+// watch cache's object itself instead of a deep copy: a Lease renewal
+// only compares with the stored object and copies a few of its values.
+func (h *resourceHandler) currentForUpdate(ctx context.Context, info requestInfo, wantRV int64) (runtime.Object, error) {
+	return h.read(ctx, info, wantRV, info.Subresource == "" && h.oldStaysUnmodified())
+}
+
+// read is current; shared returns the watch cache's object itself (only
+// for a caller that never writes to it and whose resource converts
+// nothing) instead of a converted deep copy.
+func (h *resourceHandler) read(ctx context.Context, info requestInfo, wantRV int64, shared bool) (runtime.Object, error) {
 	if wantRV >= 0 {
 		if cached, err := h.st.GetCached(info.Namespace, info.Name); err == nil {
 			if rv, _ := store.ObjectRV(cached); wantRV == 0 || rv == wantRV {
+				if shared {
+					return cached, nil
+				}
 				return h.fromStorage(cached.DeepCopyObject())
 			}
 		}
@@ -438,21 +456,6 @@ func (h *resourceHandler) current(ctx context.Context, info requestInfo, wantRV 
 		return nil, err
 	}
 	return h.fromStorage(obj)
-}
-
-// currentForUpdate is current for the update path. When nothing on that
-// path can write to the old object (see oldStaysUnmodified), it returns the
-// watch cache's object itself instead of a deep copy: a Lease renewal
-// only compares with the stored object and copies a few of its values.
-func (h *resourceHandler) currentForUpdate(ctx context.Context, info requestInfo, wantRV int64) (runtime.Object, error) {
-	if wantRV >= 0 && info.Subresource == "" && h.oldStaysUnmodified() {
-		if cached, err := h.st.GetCached(info.Namespace, info.Name); err == nil {
-			if rv, _ := store.ObjectRV(cached); wantRV == 0 || rv == wantRV {
-				return cached, nil
-			}
-		}
-	}
-	return h.current(ctx, info, wantRV)
 }
 
 // oldStaysUnmodified reports whether an update of the main resource leaves

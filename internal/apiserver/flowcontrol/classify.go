@@ -140,13 +140,6 @@ func IsLongRunning(method, path, rawQuery string) bool {
 // neither "0" nor "false" (any case). It must agree with the handler, or a
 // watch spelled ?watch=yes would take a seat and a request deadline.
 func queryIsTrue(raw, key string) bool {
-	for raw != "" {
-		var kv string
-		kv, raw, _ = strings.Cut(raw, "&")
-		k, v, _ := strings.Cut(kv, "=")
-		if k == key {
-			return v != "0" && !strings.EqualFold(v, "false")
-		}
-	}
-	return false
+	v, ok := queryValue(raw, key)
+	return ok && v != "0" && !strings.EqualFold(v, "false")
 }
