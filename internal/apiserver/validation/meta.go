@@ -10,6 +10,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -125,11 +126,7 @@ func immutableMetaKept(meta, old *metav1.ObjectMeta) bool {
 		meta.Generation >= 0 && meta.Generation >= old.Generation &&
 		meta.Name == old.Name && meta.Namespace == old.Namespace && meta.UID == old.UID &&
 		meta.CreationTimestamp.UTC() == old.CreationTimestamp.UTC() &&
-		sameInt64(meta.DeletionGracePeriodSeconds, old.DeletionGracePeriodSeconds)
-}
-
-func sameInt64(a, b *int64) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
+		ptr.Equal(meta.DeletionGracePeriodSeconds, old.DeletionGracePeriodSeconds)
 }
 
 // standardFinalizers are the finalizer names kube accepts without a domain
