@@ -11,6 +11,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Implementations wrap them (errors.Is must match) and add
@@ -53,6 +55,22 @@ type ListOptions struct {
 	// StartKey, when set, is the first key (inclusive) of the page; it must
 	// lie under the prefix. Used to continue a paginated list.
 	StartKey string
+}
+
+// Start checks opts for a list of prefix and returns the first key to
+// read: StartKey when set (it must lie under prefix), else prefix. Every
+// implementation refuses the same options with the same messages.
+func (o ListOptions) Start(prefix string) (string, error) {
+	if o.Limit < 0 || o.Revision < 0 {
+		return "", fmt.Errorf("list %q: negative limit %d or revision %d", prefix, o.Limit, o.Revision)
+	}
+	if o.StartKey == "" {
+		return prefix, nil
+	}
+	if !strings.HasPrefix(o.StartKey, prefix) {
+		return "", fmt.Errorf("list %q: start key %q is outside the prefix", prefix, o.StartKey)
+	}
+	return o.StartKey, nil
 }
 
 // ListResult is one page of a prefix list.

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -135,15 +134,9 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 // "/a/bc".
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
 	defer s.observe(opList, s.clock.Now())
-	if opts.Limit < 0 || opts.Revision < 0 {
-		return storage.ListResult{}, fmt.Errorf("list %q: negative limit %d or revision %d", prefix, opts.Limit, opts.Revision)
-	}
-	start := prefix
-	if opts.StartKey != "" {
-		if !strings.HasPrefix(opts.StartKey, prefix) {
-			return storage.ListResult{}, fmt.Errorf("list %q: start key %q is outside the prefix", prefix, opts.StartKey)
-		}
-		start = opts.StartKey
+	start, err := opts.Start(prefix)
+	if err != nil {
+		return storage.ListResult{}, err
 	}
 	key, end := prefixRange(start, prefix)
 	resp, err := s.kv.Get(ctx, key,

@@ -395,15 +395,9 @@ func prefixEnd(prefix string) (string, bool) {
 // current one). A past revision is read by undoing, on top of the current
 // values, the events after it; it must lie within the history.
 func (s *Store) List(_ context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	if opts.Limit < 0 || opts.Revision < 0 {
-		return storage.ListResult{}, fmt.Errorf("list %q: negative limit %d or revision %d", prefix, opts.Limit, opts.Revision)
-	}
-	start := prefix
-	if opts.StartKey != "" {
-		if !strings.HasPrefix(opts.StartKey, prefix) {
-			return storage.ListResult{}, fmt.Errorf("list %q: start key %q is outside the prefix", prefix, opts.StartKey)
-		}
-		start = opts.StartKey
+	start, err := opts.Start(prefix)
+	if err != nil {
+		return storage.ListResult{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
