@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -71,11 +72,13 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 
 	f, ok := negotiate(r, true)
 	if !ok {
-		writeStatus(w, r, notAcceptable("only application/json is supported for watch"))
+		writeStatus(w, r, notAcceptable("only application/json and application/vnd.kubernetes.protobuf are supported for watch"))
 		return
 	}
-	if f.info.MediaType != mediaJSON {
-		// Watch streams are always JSON lines; clients accept that whatever they prefer.
+	if f.info.MediaType != mediaProtobuf {
+		// A watch is a stream of JSON lines or of length-prefixed protobuf
+		// frames (what client-go asks for with a protobuf content type);
+		// YAML has no stream form, so a YAML client gets JSON lines.
 		f.info = serializerFor(mediaJSON)
 	}
 	timeout := h.s.cfg.MinWatchTimeout + time.Duration(rand.Int64N(int64(h.s.cfg.MinWatchTimeout)))
@@ -160,7 +163,10 @@ func fieldsAnd(p listParams, name, value string) (fields.Selector, error) {
 	return fields.AndSelectors(p.pred.Field, extra), nil
 }
 
-// watchWriter encodes watch events as JSON lines.
+// watchWriter encodes watch events as JSON lines, or as protobuf frames
+// (kube-apiserver's "application/vnd.kubernetes.protobuf;stream=watch": each
+// event a 4-byte big-endian length, then a metav1.WatchEvent whose object is
+// the object's own protobuf encoding, envelope included).
 type watchWriter struct {
 	w       http.ResponseWriter
 	h       *resourceHandler
@@ -179,7 +185,11 @@ func (ww *watchWriter) start() {
 		return
 	}
 	ww.started = true
-	ww.w.Header().Set("Content-Type", mediaJSON)
+	if ww.f.info.MediaType == mediaProtobuf {
+		ww.w.Header().Set("Content-Type", mediaProtobuf+";stream=watch")
+	} else {
+		ww.w.Header().Set("Content-Type", mediaJSON)
+	}
 	ww.w.Header().Set("Transfer-Encoding", "chunked")
 	ww.w.WriteHeader(http.StatusOK)
 }
@@ -245,6 +255,9 @@ func (ww *watchWriter) writeEvent(t watch.EventType, obj runtime.Object) error {
 	buf := eventBuffers.Get().(*bytes.Buffer)
 	defer putEventBuffer(buf)
 	buf.Reset()
+	if ww.f.info.MediaType == mediaProtobuf {
+		return ww.writeProtobufEvent(t, obj, buf)
+	}
 	buf.WriteString(`{"type":"`)
 	buf.WriteString(string(t))
 	buf.WriteString(`","object":`)
@@ -255,6 +268,26 @@ func (ww *watchWriter) writeEvent(t watch.EventType, obj runtime.Object) error {
 	b := bytes.TrimRight(buf.Bytes(), "\n")
 	b = append(b, "}\n"...)
 	_, err := ww.w.Write(b)
+	return err
+}
+
+// writeProtobufEvent writes one length-prefixed protobuf frame. The object
+// is encoded first (into the head of buf), then the event around it (into
+// the tail), so one buffer serves both.
+func (ww *watchWriter) writeProtobufEvent(t watch.EventType, obj runtime.Object, buf *bytes.Buffer) error {
+	if err := ww.f.info.Serializer.Encode(obj, buf); err != nil {
+		return err
+	}
+	ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: buf.Bytes()}}
+	size := ev.Size()
+	buf.Grow(4 + size)
+	ev.Object.Raw = buf.Bytes() // Grow may have moved the bytes
+	frame := buf.AvailableBuffer()[:4+size]
+	binary.BigEndian.PutUint32(frame, uint32(size))
+	if _, err := ev.MarshalToSizedBuffer(frame[4:]); err != nil {
+		return err
+	}
+	_, err := ww.w.Write(frame)
 	return err
 }
 
