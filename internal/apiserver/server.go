@@ -72,6 +72,11 @@ type Config struct {
 	// MinWatchTimeout: watches without timeoutSeconds end after a random
 	// duration in [MinWatchTimeout, 2·MinWatchTimeout) (default 30m).
 	MinWatchTimeout time.Duration
+	// WatchFlushDelay: a watch stream that has just been flushed waits this
+	// long before the next flush, so a busy stream sends its events in
+	// batches (one write instead of one per event); an event after a quiet
+	// spell goes out at once. Default 5 ms; negative flushes every event.
+	WatchFlushDelay time.Duration
 	// HistorySize is the watch cache history per resource (default 10000).
 	HistorySize int
 }
@@ -134,6 +139,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.BookmarkInterval <= 0 {
 		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.WatchFlushDelay == 0 {
+		cfg.WatchFlushDelay = 5 * time.Millisecond
 	}
 	if cfg.MinWatchTimeout <= 0 {
 		cfg.MinWatchTimeout = 30 * time.Minute

@@ -123,6 +123,11 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 
 	timer := h.s.cfg.Clock.NewTimer(timeout)
 	defer timer.Stop()
+	// The flush delay batches writes, like a connection deadline it is
+	// wall-clock I/O pacing, not logic: a real timer, so that a server on
+	// a fake clock still delivers its events.
+	flushes := flushPacer{delay: h.s.cfg.WatchFlushDelay}
+	defer flushes.stop()
 	var batch []store.Event
 	for {
 		select {
@@ -135,19 +140,76 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 					return
 				}
 			}
-			if len(batch) > 0 {
-				ww.flush()
-			}
 			if ended {
+				ww.flush()
 				return
 			}
+			if len(batch) > 0 && flushes.now() {
+				ww.flush()
+			}
+		case <-flushes.due():
+			flushes.fired()
+			ww.flush()
 		case <-timer.C():
+			ww.flush()
 			return
 		case <-r.Context().Done():
 			return
 		case <-h.s.stopping:
+			ww.flush()
 			return
 		}
+	}
+}
+
+// flushPacer spaces a watch stream's flushes at least delay apart. Written
+// events wait in the response buffer for the next flush, at most delay.
+type flushPacer struct {
+	delay   time.Duration
+	last    time.Time   // the last flush
+	timer   *time.Timer // armed while written events wait for a flush
+	pending bool
+}
+
+// now says whether to flush at once; if not, a flush is due by due().
+func (p *flushPacer) now() bool {
+	if p.delay <= 0 {
+		return true
+	}
+	if p.pending {
+		return false
+	}
+	t := time.Now()
+	if wait := p.delay - t.Sub(p.last); wait > 0 {
+		p.pending = true
+		if p.timer == nil {
+			p.timer = time.NewTimer(wait)
+		} else {
+			p.timer.Reset(wait)
+		}
+		return false
+	}
+	p.last = t
+	return true
+}
+
+// due fires when a delayed flush is due (never while none is pending).
+func (p *flushPacer) due() <-chan time.Time {
+	if !p.pending {
+		return nil
+	}
+	return p.timer.C
+}
+
+// fired records the delayed flush.
+func (p *flushPacer) fired() {
+	p.pending = false
+	p.last = time.Now()
+}
+
+func (p *flushPacer) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
 	}
 }
 

@@ -330,6 +330,10 @@ func (s *server) startAPI(ctx context.Context) (stop func()) {
 // buildHandler is the whole HTTP surface: health and version open to all,
 // joining checked by the join server itself, everything else authenticated
 // and authorized, the API behind the in-flight limit.
+// warmWorkers bounds the goroutines that serve short requests with grown
+// stacks (apiserver.OnWarmWorkers); requests past it run as before.
+const warmWorkers = 256
+
 func (s *server) buildHandler() (http.Handler, error) {
 	authenticator := authn.Union{authn.NewClientCert(s.clock), s.joinServer.NodeTokens()}
 	if s.opts.TokenFile != "" {
@@ -375,7 +379,7 @@ func (s *server) buildHandler() (http.Handler, error) {
 	// authenticated and authorized like every other non-resource path.
 	mux.Handle(zoneview.Prefix, zoneview.Assets())
 	mux.Handle(zoneview.APIPrefix, authed)
-	return mux, nil
+	return apiserver.OnWarmWorkers(mux, warmWorkers), nil
 }
 
 // health serves /healthz, /livez and /readyz: /readyz also needs the

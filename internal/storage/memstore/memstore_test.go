@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
