@@ -29,7 +29,8 @@ import (
 // verified client certificate system:node:<n>, as agents present) PUTs
 // its Lease in kube-node-lease as protobuf, built from the object the
 // previous renewal returned, accepting protobuf or JSON as agents do. The
-// chain is the one serverapp builds: authn.Middleware(ClientCert) → the
+// chain is the one serverapp builds: OnWarmWorkers (the hand-off to a
+// worker goroutine) → authn.Middleware(ClientCert) → the
 // Node,RBAC authorizer's non-resource check → LimitInFlight (flow control seat, request deadline) → Server
 // (authorization, decode, admission plugins, validation, protobuf encode,
 // etcd compare-and-swap, response encode) over an etcd member without
@@ -80,7 +81,7 @@ func benchLeaseRenewal(b *testing.B, st storage.Interface) {
 		b.Fatal(err)
 	}
 	protected.Handle("/", limited)
-	handler := authn.Middleware(authn.NewClientCert(nil), authz.New(authz.Config{}).NonResourceWith(s.Objects(), protected), authn.Unauthorized)
+	handler := OnWarmWorkers(authn.Middleware(authn.NewClientCert(nil), authz.New(authz.Config{}).NonResourceWith(s.Objects(), protected), authn.Unauthorized), 256)
 
 	const node = "bench-node"
 	const path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + node
