@@ -327,13 +327,14 @@ func (s *server) startAPI(ctx context.Context) (stop func()) {
 	}
 }
 
-// buildHandler is the whole HTTP surface: health and version open to all,
-// joining checked by the join server itself, everything else authenticated
-// and authorized, the API behind the in-flight limit.
 // warmWorkers bounds the goroutines that serve short requests with grown
 // stacks (apiserver.OnWarmWorkers); requests past it run as before.
 const warmWorkers = 256
 
+// buildHandler is the whole HTTP surface: health and version open to all,
+// joining checked by the join server itself, everything else authenticated
+// and authorized, the API behind the in-flight limit; short requests run on
+// warm workers.
 func (s *server) buildHandler() (http.Handler, error) {
 	authenticator := authn.Union{authn.NewClientCert(s.clock), s.joinServer.NodeTokens()}
 	if s.opts.TokenFile != "" {
