@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -80,10 +82,17 @@ func (p *warmWorkers) run(fn func()) {
 	v := <-t.done
 	t.fn = nil
 	warmTasks.Put(t)
-	if v != nil {
+	switch {
+	case v == errGoexit: //nolint:errorlint // the sentinel itself
+		runtime.Goexit()
+	case v != nil:
 		panic(v)
 	}
 }
+
+// errGoexit is what a task reports when it ended its goroutine with
+// runtime.Goexit: the caller ends its own the same way.
+var errGoexit = errors.New("the handler called runtime.Goexit")
 
 // spawn starts a worker with t as its first task, unless the pool is full.
 func (p *warmWorkers) spawn(t *warmTask) bool {
@@ -103,9 +112,21 @@ func (p *warmWorkers) spawn(t *warmTask) bool {
 // work runs tasks until the process ends: workers are few (bounded by
 // max) and idle ones cost only their stack.
 func (p *warmWorkers) work(t *warmTask) {
+	returned := false
+	defer func() {
+		// Only runtime.Goexit in a task gets here without returning: the
+		// worker is gone, its caller must not wait.
+		if !returned {
+			p.running.Add(-1)
+			t.done <- errGoexit
+		}
+	}()
 	for {
-		t.done <- call(t.fn)
+		v := call(t.fn)
+		returned = true
+		t.done <- v
 		t = <-p.tasks
+		returned = false
 	}
 }
 

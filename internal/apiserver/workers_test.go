@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -76,6 +77,27 @@ func TestWarmWorkers(t *testing.T) {
 		p.run(func() { ran = true })
 		if !ran || p.running.Load() != 1 {
 			t.Errorf("after the panic: ran %v on %d workers, want the same worker to serve again", ran, p.running.Load())
+		}
+	})
+
+	t.Run("runtime.Goexit in a task ends the caller's goroutine too, and frees the worker's place", func(t *testing.T) {
+		p := newWarmWorkers(1)
+		returned := make(chan bool, 1)
+		go func() {
+			defer func() { returned <- false }()
+			p.run(runtime.Goexit)
+			returned <- true
+		}()
+		if <-returned {
+			t.Fatal("run returned after the task called runtime.Goexit")
+		}
+		if n := p.running.Load(); n != 0 {
+			t.Errorf("%d workers, want the exited one gone", n)
+		}
+		ran := false
+		p.run(func() { ran = true })
+		if !ran {
+			t.Error("the next task did not run")
 		}
 	})
 
