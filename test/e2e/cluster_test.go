@@ -51,7 +51,11 @@ func TestClusterInDocker(t *testing.T) {
 	})
 	res := runNodeplaneCmd(t, 4*time.Minute, "cluster", "create", "--name", name, "--nodes", "3", "--zones", "a,b,c",
 		"--binary", binary, "--kubeconfig", kubeconfig,
-		"--server-arg=--node-monitor-grace-period=8s", "--server-arg=--node-monitor-period=1s",
+		// The agents renew their leases every 10 s (the default 40 s lease):
+		// a grace period shorter than that marks live nodes Unknown between
+		// renewals, and when every zone's nodes are Unknown at once nothing
+		// is tainted, so the killed node's pod never moves.
+		"--server-arg=--node-monitor-grace-period=20s", "--server-arg=--node-monitor-period=1s",
 		"--server-arg=--default-unreachable-toleration-seconds=5")
 	if res.code != 0 {
 		t.Fatalf("cluster create: exit %d\n%s%s", res.code, res.stdout, res.stderr)
