@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 )
@@ -123,10 +124,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 
 	timer := h.s.cfg.Clock.NewTimer(timeout)
 	defer timer.Stop()
-	// The flush delay batches writes, like a connection deadline it is
-	// wall-clock I/O pacing, not logic: a real timer, so that a server on
-	// a fake clock still delivers its events.
-	flushes := flushPacer{delay: h.s.cfg.WatchFlushDelay}
+	// The flush delay batches writes; like a connection deadline it is
+	// wall-clock I/O pacing, not logic: the real clock, not cfg.Clock, so
+	// that a server on a fake clock still delivers its events.
+	flushes := flushPacer{delay: h.s.cfg.WatchFlushDelay, clock: clock.RealClock{}}
 	defer flushes.stop()
 	var batch []store.Event
 	for {
@@ -166,8 +167,9 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 // events wait in the response buffer for the next flush, at most delay.
 type flushPacer struct {
 	delay   time.Duration
+	clock   clock.Clock
 	last    time.Time   // the last flush
-	timer   *time.Timer // armed while written events wait for a flush
+	timer   clock.Timer // armed while written events wait for a flush
 	pending bool
 }
 
@@ -179,11 +181,11 @@ func (p *flushPacer) now() bool {
 	if p.pending {
 		return false
 	}
-	t := time.Now()
+	t := p.clock.Now()
 	if wait := p.delay - t.Sub(p.last); wait > 0 {
 		p.pending = true
 		if p.timer == nil {
-			p.timer = time.NewTimer(wait)
+			p.timer = p.clock.NewTimer(wait)
 		} else {
 			p.timer.Reset(wait)
 		}
@@ -198,13 +200,13 @@ func (p *flushPacer) due() <-chan time.Time {
 	if !p.pending {
 		return nil
 	}
-	return p.timer.C
+	return p.timer.C()
 }
 
 // fired records the delayed flush.
 func (p *flushPacer) fired() {
 	p.pending = false
-	p.last = time.Now()
+	p.last = p.clock.Now()
 }
 
 func (p *flushPacer) stop() {

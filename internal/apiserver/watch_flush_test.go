@@ -3,30 +3,48 @@ package apiserver
 import (
 	"testing"
 	"time"
+
+	testclock "k8s.io/utils/clock/testing"
 )
 
 func TestFlushPacer(t *testing.T) {
+	newPacer := func(delay time.Duration) (*flushPacer, *testclock.FakeClock) {
+		clk := testclock.NewFakeClock(time.Unix(1_000_000, 0))
+		return &flushPacer{delay: delay, clock: clk}, clk
+	}
+
 	t.Run("the first flush and one after a quiet spell go out at once", func(t *testing.T) {
-		p := flushPacer{delay: time.Hour}
-		defer p.stop()
+		p, clk := newPacer(5 * time.Millisecond)
 		if !p.now() {
 			t.Fatal("first flush delayed")
 		}
-		p.last = time.Now().Add(-2 * time.Hour)
+		clk.Step(5 * time.Millisecond)
 		if !p.now() {
-			t.Fatal("flush after a quiet spell delayed")
+			t.Fatal("flush a whole delay after the last delayed")
 		}
 	})
 
-	t.Run("a flush soon after another waits, and later ones join it", func(t *testing.T) {
-		p := flushPacer{delay: time.Hour}
-		defer p.stop()
+	t.Run("a flush soon after another waits, later ones join it, and it comes due at the delay", func(t *testing.T) {
+		p, clk := newPacer(5 * time.Millisecond)
 		p.now()
-		if p.now() || p.due() == nil {
-			t.Fatal("second flush within the delay went out at once")
+		clk.Step(2 * time.Millisecond)
+		if p.now() {
+			t.Fatal("second flush 2 ms after the first went out at once")
 		}
 		if p.now() {
 			t.Fatal("a third flush went out while one is pending")
+		}
+		clk.Step(2 * time.Millisecond)
+		select {
+		case <-p.due():
+			t.Fatal("the delayed flush came due 1 ms early")
+		default:
+		}
+		clk.Step(time.Millisecond)
+		select {
+		case <-p.due():
+		default:
+			t.Fatal("the delayed flush did not come due 5 ms after the last flush")
 		}
 		p.fired()
 		if p.due() != nil || p.now() {
@@ -34,29 +52,8 @@ func TestFlushPacer(t *testing.T) {
 		}
 	})
 
-	t.Run("the delayed flush comes due", func(t *testing.T) {
-		// The last flush 5 ms short of the delay ago: the next waits about
-		// 5 ms (tried again should the machine stall past that between two calls).
-		for attempt := 0; ; attempt++ {
-			p := flushPacer{delay: time.Hour, last: time.Now().Add(-time.Hour + 5*time.Millisecond)}
-			if p.now() {
-				if attempt == 100 {
-					t.Fatal("never delayed a flush")
-				}
-				continue
-			}
-			select {
-			case <-p.due():
-			case <-time.After(10 * time.Second):
-				t.Fatal("the delayed flush never came due")
-			}
-			p.stop()
-			return
-		}
-	})
-
 	t.Run("no delay flushes every time", func(t *testing.T) {
-		p := flushPacer{delay: -1}
+		p, _ := newPacer(-1)
 		for range 3 {
 			if !p.now() {
 				t.Fatal("delayed")

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // asAdmin adds the test headers of the admin to every request, so a real
@@ -57,7 +58,7 @@ func TestProtobufWatchStreams(t *testing.T) {
 	leases := cs.CoordinationV1().Leases("default")
 	lease, err := leases.Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "pb", Labels: map[string]string{"a": "b"}},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo("first")},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("first")},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestProtobufWatchStreams(t *testing.T) {
 		if ev := next(t, w); ev.Type != watch.Added || ev.Object.(*coordinationv1.Lease).Name != "pb" {
 			t.Fatalf("first event %v %#v, want ADDED of the lease", ev.Type, ev.Object)
 		}
-		lease.Spec.HolderIdentity = ptrTo("second")
+		lease.Spec.HolderIdentity = ptr.To("second")
 		if lease, err = leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -197,5 +198,3 @@ func TestProtobufWatchStreams(t *testing.T) {
 		}
 	})
 }
-
-func ptrTo[T any](v T) *T { return &v }
