@@ -42,23 +42,35 @@ func mustLimit(t *testing.T, next http.Handler, cfg InFlightConfig) *inFlight {
 	return h.(*inFlight)
 }
 
-// With 20 seats: node heartbeats 4 (1 per node), other node requests 4 (1
-// per node), admin 6.
-func TestLimitInFlightSharesSeatsByLevelAndIdentity(t *testing.T) {
-	release := make(chan struct{})
+// holdOneRequest returns a limiter with 20 seats over a handler that
+// answers 200 at once, except for req (sent as u), which it holds in its
+// seat until release is called; release returns once req is done.
+func holdOneRequest(t *testing.T, req *http.Request, u *authn.User) (h *inFlight, release func()) {
+	t.Helper()
+	let := make(chan struct{})
 	held := make(chan struct{})
-	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	q := req.URL.Query()
+	q.Set("hold", "1")
+	req.URL.RawQuery = q.Encode()
+	h = mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("hold") == "1" {
 			close(held)
-			<-release
+			<-let
 		}
 	}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1?hold=1", nil), nodeUser("n1")))
+		h.ServeHTTP(httptest.NewRecorder(), asUser(req, u))
 	}()
-	<-held // n1 holds its one heartbeat seat
+	<-held
+	return h, func() { close(let); <-done }
+}
+
+// With 20 seats: node heartbeats 4 (1 per node), other node requests 4 (1
+// per node), admin 6.
+func TestLimitInFlightSharesSeatsByLevelAndIdentity(t *testing.T) {
+	h, release := holdOneRequest(t, httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", nil), nodeUser("n1")) // n1 holds its one heartbeat seat
 
 	tests := []struct {
 		name     string
@@ -92,8 +104,7 @@ func TestLimitInFlightSharesSeatsByLevelAndIdentity(t *testing.T) {
 			}
 		})
 	}
-	close(release)
-	<-done
+	release()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", nil), nodeUser("n1")))
 	if rec.Code != http.StatusOK {
@@ -290,20 +301,7 @@ func gatherText(t *testing.T, reg *prometheus.Registry) string {
 // to the level's 6) fills it, so the administrator's next request is
 // refused, while a node's renewal — another level — goes through.
 func TestLimitInFlightListTakesTheWidthOfItsWorkEstimate(t *testing.T) {
-	release := make(chan struct{})
-	held := make(chan struct{})
-	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("hold") == "1" {
-			close(held)
-			<-release
-		}
-	}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.ServeHTTP(httptest.NewRecorder(), asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes?hold=1", nil), adminUser))
-	}()
-	<-held
+	h, release := holdOneRequest(t, httptest.NewRequest(http.MethodGet, "/api/v1/nodes", nil), adminUser)
 	if st := h.fc.Stats(flowcontrol.Admin); st.Executing != 6 || st.Requests != 1 {
 		t.Fatalf("one LIST holds %d seats in %d requests, want 6 (the whole admin level) in 1", st.Executing, st.Requests)
 	}
@@ -317,8 +315,7 @@ func TestLimitInFlightListTakesTheWidthOfItsWorkEstimate(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Errorf("a node's renewal beside the LIST: got %d, want 200", rec.Code)
 	}
-	close(release)
-	<-done
+	release()
 	if got := h.fc.Stats(flowcontrol.Admin).Executing; got != 0 {
 		t.Errorf("seats held after the LIST: got %d, want 0", got)
 	}
