@@ -14,13 +14,14 @@ import (
 
 // OnWarmWorkers serves requests that are not long-running (watches and pod
 // logs are) on a pool of at most max long-lived goroutines; see
-// warmWorkers. It goes outermost, so that routing, authentication and
+// WarmWorkers. It goes outermost, so that routing, authentication and
 // authorization run on the worker too.
 func OnWarmWorkers(next http.Handler, max int) http.Handler {
-	return newWarmWorkers(max).handler(next)
+	return NewWarmWorkers(max).Handler(next)
 }
 
-func (p *warmWorkers) handler(next http.Handler) http.Handler {
+// Handler serves next's requests that are not long-running on p's workers.
+func (p *WarmWorkers) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if flowcontrol.IsLongRunning(r.Method, r.URL.Path, r.URL.RawQuery) {
 			next.ServeHTTP(w, r)
@@ -30,7 +31,28 @@ func (p *warmWorkers) handler(next http.Handler) http.Handler {
 	})
 }
 
-// warmWorkers runs short requests on long-lived goroutines.
+// GoServe starts fn, which serves r, and does not wait for it: on a worker
+// when r is not long-running and one is idle or can be started, else on a
+// new goroutine. fn must not panic (a server that starts handlers this way
+// recovers in fn itself). It is how a server that starts its own handler
+// goroutines (internal/h2server) puts short requests on warm stacks without
+// a second hand-off.
+func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
+	if flowcontrol.IsLongRunning(r.Method, r.URL.Path, r.URL.RawQuery) {
+		go fn()
+		return
+	}
+	t := &warmTask{fn: fn}
+	select {
+	case p.tasks <- t:
+	default:
+		if !p.spawn(t) {
+			go fn()
+		}
+	}
+}
+
+// WarmWorkers runs short requests on long-lived goroutines.
 //
 // Go's HTTP/2 server starts a new goroutine for every request, with a small
 // stack. A request through the whole chain (authorization, decoding,
@@ -44,14 +66,14 @@ func (p *warmWorkers) handler(next http.Handler) http.Handler {
 // size, the request runs on its own goroutine as before. A panic in a
 // worker is carried back and raised again on the request's goroutine, so
 // net/http handles it exactly as before (http.ErrAbortHandler included).
-type warmWorkers struct {
+type WarmWorkers struct {
 	tasks   chan *warmTask
 	max     int32
 	running atomic.Int32
 }
 
 // warmTask is one request for a worker; tasks are pooled with their done
-// channel.
+// channel. A task from GoServe has no done channel: nobody waits for it.
 type warmTask struct {
 	fn   func()
 	done chan any // the panic value, or nil
@@ -59,14 +81,14 @@ type warmTask struct {
 
 var warmTasks = sync.Pool{New: func() any { return &warmTask{done: make(chan any, 1)} }}
 
-// newWarmWorkers returns a pool of at most max workers, started on demand.
-func newWarmWorkers(max int) *warmWorkers {
-	return &warmWorkers{tasks: make(chan *warmTask), max: int32(max)}
+// NewWarmWorkers returns a pool of at most max workers, started on demand.
+func NewWarmWorkers(max int) *WarmWorkers {
+	return &WarmWorkers{tasks: make(chan *warmTask), max: int32(max)}
 }
 
 // run calls fn on a worker, or on the calling goroutine when none is free,
 // and returns when fn has returned.
-func (p *warmWorkers) run(fn func()) {
+func (p *WarmWorkers) run(fn func()) {
 	t := warmTasks.Get().(*warmTask)
 	t.fn = fn
 	select {
@@ -95,7 +117,7 @@ func (p *warmWorkers) run(fn func()) {
 var errGoexit = errors.New("the handler called runtime.Goexit")
 
 // spawn starts a worker with t as its first task, unless the pool is full.
-func (p *warmWorkers) spawn(t *warmTask) bool {
+func (p *WarmWorkers) spawn(t *warmTask) bool {
 	for {
 		n := p.running.Load()
 		if n >= p.max {
@@ -111,20 +133,26 @@ func (p *warmWorkers) spawn(t *warmTask) bool {
 
 // work runs tasks until the process ends: workers are few (bounded by
 // max) and idle ones cost only their stack.
-func (p *warmWorkers) work(t *warmTask) {
+func (p *WarmWorkers) work(t *warmTask) {
 	returned := false
 	defer func() {
 		// Only runtime.Goexit in a task gets here without returning: the
 		// worker is gone, its caller must not wait.
 		if !returned {
 			p.running.Add(-1)
-			t.done <- errGoexit
+			if t.done != nil {
+				t.done <- errGoexit
+			}
 		}
 	}()
 	for {
 		v := call(t.fn)
 		returned = true
-		t.done <- v
+		if t.done != nil {
+			t.done <- v
+		} else if v != nil {
+			panic(v) // GoServe's fn must recover its own panics
+		}
 		t = <-p.tasks
 		returned = false
 	}

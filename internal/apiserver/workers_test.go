@@ -15,7 +15,7 @@ import (
 
 func TestWarmWorkers(t *testing.T) {
 	t.Run("a request runs on a worker, and the caller waits for it", func(t *testing.T) {
-		p := newWarmWorkers(2)
+		p := NewWarmWorkers(2)
 		done := false
 		p.run(func() { done = true })
 		if !done || p.running.Load() != 1 {
@@ -28,7 +28,7 @@ func TestWarmWorkers(t *testing.T) {
 	})
 
 	t.Run("when every worker is busy a request runs on its own goroutine at once", func(t *testing.T) {
-		p := newWarmWorkers(1)
+		p := NewWarmWorkers(1)
 		release := make(chan struct{})
 		busy := make(chan struct{})
 		go p.run(func() { close(busy); <-release })
@@ -47,7 +47,7 @@ func TestWarmWorkers(t *testing.T) {
 	})
 
 	t.Run("many requests at once all run", func(t *testing.T) {
-		p := newWarmWorkers(4)
+		p := NewWarmWorkers(4)
 		var mu sync.Mutex
 		count := 0
 		var wg sync.WaitGroup
@@ -63,7 +63,7 @@ func TestWarmWorkers(t *testing.T) {
 	})
 
 	t.Run("a panic comes back to the caller with the worker's stack, and the worker survives", func(t *testing.T) {
-		p := newWarmWorkers(1)
+		p := NewWarmWorkers(1)
 		got := func() (v any) {
 			defer func() { v = recover() }()
 			p.run(func() { panic("boom") })
@@ -81,7 +81,7 @@ func TestWarmWorkers(t *testing.T) {
 	})
 
 	t.Run("runtime.Goexit in a task ends the caller's goroutine too, and frees the worker's place", func(t *testing.T) {
-		p := newWarmWorkers(1)
+		p := NewWarmWorkers(1)
 		returned := make(chan bool, 1)
 		go func() {
 			defer func() { returned <- false }()
@@ -102,7 +102,7 @@ func TestWarmWorkers(t *testing.T) {
 	})
 
 	t.Run("http.ErrAbortHandler comes back as itself", func(t *testing.T) {
-		p := newWarmWorkers(1)
+		p := NewWarmWorkers(1)
 		got := func() (v any) {
 			defer func() { v = recover() }()
 			p.run(func() { panic(http.ErrAbortHandler) })
@@ -129,8 +129,8 @@ func TestOnWarmWorkers(t *testing.T) {
 	})
 
 	t.Run("a watch runs on its own goroutine, a short request on a worker", func(t *testing.T) {
-		p := newWarmWorkers(1)
-		h := p.handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		p := NewWarmWorkers(1)
+		h := p.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes?watch=true", nil))
 		if n := p.running.Load(); n != 0 {
 			t.Fatalf("%d workers after a watch, want none", n)
@@ -162,6 +162,68 @@ func TestOnWarmWorkers(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("after the panic: %d", resp.StatusCode)
+		}
+	})
+}
+
+func TestGoServe(t *testing.T) {
+	t.Run("a short request starts on a worker and the caller does not wait", func(t *testing.T) {
+		p := NewWarmWorkers(2)
+		release, ran := make(chan struct{}), make(chan struct{})
+		r := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
+		p.GoServe(r, func() { <-release; close(ran) })
+		if n := p.running.Load(); n != 1 {
+			t.Fatalf("%d workers, want the request on one new worker", n)
+		}
+		close(release)
+		<-ran
+		// The worker is idle again: the next request reuses it.
+		done := make(chan struct{})
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			select {
+			case p.tasks <- &warmTask{fn: func() { close(done) }}:
+			default:
+				if time.Now().After(deadline) {
+					t.Fatal("the worker never became idle")
+				}
+				runtime.Gosched()
+				continue
+			}
+			break
+		}
+		<-done
+		if n := p.running.Load(); n != 1 {
+			t.Errorf("%d workers, want the idle one reused", n)
+		}
+	})
+
+	t.Run("a watch runs on its own goroutine and takes no worker", func(t *testing.T) {
+		p := NewWarmWorkers(2)
+		release, ran := make(chan struct{}), make(chan struct{})
+		r := httptest.NewRequest("GET", "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1", nil)
+		p.GoServe(r, func() { <-release; close(ran) })
+		if n := p.running.Load(); n != 0 {
+			t.Fatalf("%d workers, want none for a watch", n)
+		}
+		close(release)
+		<-ran
+	})
+
+	t.Run("with every worker busy a short request starts on its own goroutine", func(t *testing.T) {
+		p := NewWarmWorkers(1)
+		release := make(chan struct{})
+		defer close(release)
+		r := httptest.NewRequest("GET", "/api/v1/nodes/n1", nil)
+		p.GoServe(r, func() { <-release })
+		ran := make(chan struct{})
+		p.GoServe(r, func() { close(ran) })
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the second request did not run while the only worker was busy")
+		}
+		if n := p.running.Load(); n != 1 {
+			t.Errorf("%d workers, want the limit of 1", n)
 		}
 	})
 }

@@ -55,6 +55,9 @@ type Options struct {
 
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
+	// HTTP2Server chooses what serves HTTP/2: "nodeplane" (internal/h2server)
+	// or "go" (net/http's own).
+	HTTP2Server string
 	// RequestTimeout bounds a request that is not long-running, reading
 	// its body included (--request-timeout).
 	RequestTimeout time.Duration
@@ -230,6 +233,7 @@ func DefaultOptions() Options {
 		MetricResolution:                    15 * time.Second,
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
+		HTTP2Server:                         HTTP2Nodeplane,
 		RequestTimeout:                      time.Minute,
 		MinRequestTimeout:                   1800,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
@@ -255,6 +259,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "How often storage history older than one interval is compacted; 0 disables compaction")
 	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight, "Summed with --max-mutating-requests-inflight into the seats (requests served at once; watches and pod logs not counted) shared between priority levels: system controllers 20%, node heartbeats 20%, other node requests 20%, system:masters 30%, everyone else 10%; the controllers' leader election is never limited. Past a level's seats, or past one identity's share of them (a node: 5% of the heartbeat seats, 10% of the other node seats; other users: 25%), requests get 429 with Retry-After; both 0 means no limit")
 	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "Added to --max-requests-inflight: together they are the server's total seats, split between priority levels (see --max-requests-inflight)")
+	fs.StringVar(&o.HTTP2Server, "http2-server", o.HTTP2Server, "What serves HTTP/2 connections: \"nodeplane\" (one goroutine per connection, a response in one write; docs/performance.md) or \"go\" (Go's net/http HTTP/2 server). HTTP/1.1 is served by net/http either way")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request may take, reading its body included, before it is answered 504 Timeout; watches and pod logs are exempt (see --min-request-timeout)")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "A watch without timeoutSeconds is ended (the client resumes it) after a random time between this many seconds and twice that")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
@@ -291,6 +296,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
 		errs = append(errs, fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must be >= 0, got %d and %d", o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
+	}
+	if o.HTTP2Server != HTTP2Nodeplane && o.HTTP2Server != HTTP2Go {
+		errs = append(errs, fmt.Errorf("--http2-server must be %q or %q, got %q", HTTP2Nodeplane, HTTP2Go, o.HTTP2Server))
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout must be > 0, got %v", o.RequestTimeout))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
+	"github.com/nodeplane/nodeplane/internal/h2server"
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
@@ -328,13 +329,19 @@ func (s *server) startAPI(ctx context.Context) (stop func()) {
 }
 
 // warmWorkers bounds the goroutines that serve short requests with grown
-// stacks (apiserver.OnWarmWorkers); requests past it run as before.
+// stacks (apiserver.WarmWorkers); requests past it run as before.
 const warmWorkers = 256
+
+// The values of --http2-server.
+const (
+	HTTP2Nodeplane = "nodeplane"
+	HTTP2Go        = "go"
+)
 
 // buildHandler is the whole HTTP surface: health and version open to all,
 // joining checked by the join server itself, everything else authenticated
-// and authorized, the API behind the in-flight limit; short requests run on
-// warm workers.
+// and authorized, the API behind the in-flight limit. serve puts short
+// requests on warm workers.
 func (s *server) buildHandler() (http.Handler, error) {
 	authenticator := authn.Union{authn.NewClientCert(s.clock), s.joinServer.NodeTokens()}
 	if s.opts.TokenFile != "" {
@@ -380,7 +387,7 @@ func (s *server) buildHandler() (http.Handler, error) {
 	// authenticated and authorized like every other non-resource path.
 	mux.Handle(zoneview.Prefix, zoneview.Assets())
 	mux.Handle(zoneview.APIPrefix, authed)
-	return apiserver.OnWarmWorkers(mux, warmWorkers), nil
+	return mux, nil
 }
 
 // health serves /healthz, /livez and /readyz: /readyz also needs the
@@ -458,11 +465,12 @@ func (s *server) writeAdminKubeconfig(url string) error {
 	return nil
 }
 
-// serve serves handler over TLS on ln; the channel receives the error
-// that ends serving.
+// serve serves handler over TLS on ln, short requests on warm workers;
+// the channel receives the error that ends serving.
 func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-chan error) {
+	workers := apiserver.NewWarmWorkers(warmWorkers)
 	srv := &http.Server{
-		Handler:   handler,
+		Handler:   workers.Handler(handler),
 		TLSConfig: s.cluster.ServingTLSConfig(),
 		// Headers must arrive within 30 s (the TLS handshake too); bodies
 		// are bounded per request by --request-timeout (LimitInFlight). An
@@ -470,6 +478,15 @@ func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-c
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.opts.HTTP2Server == HTTP2Nodeplane {
+		// Its handler goroutines start on the warm workers directly.
+		h2server.New(h2server.Config{
+			PrefaceTimeout: srv.ReadHeaderTimeout,
+			IdleTimeout:    srv.IdleTimeout,
+			Go:             workers.GoServe,
+			Logger:         s.log.With("component", "http2"),
+		}).Attach(srv, handler)
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
