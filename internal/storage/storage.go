@@ -6,6 +6,8 @@
 // opaque bytes. The API server encodes objects and maps revisions to
 // resourceVersions. The etcd implementation lives in storage/etcd; the
 // conformance suite every implementation must pass lives in storage/storagetest.
+// The request-latency histogram every implementation records into is here
+// too (Metrics), so that the backends of one server share one metric.
 package storage
 
 import (

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -180,6 +181,44 @@ func TestControllerMetricsAndNeverPostedNodes(t *testing.T) {
 	for _, want := range []string{"/a", "/b", "r1/z1", ""} {
 		if !names[want] {
 			t.Errorf("nodeplane zones has no zone %q: %s", want, out)
+		}
+	}
+}
+
+// TestStorageRequestLatencyByBackend scrapes the real /metrics of the
+// server: nodeplane_storage_request_duration_seconds (docs/architecture.md,
+// "Storage metrics") times the requests of both stores, etcd and the
+// in-memory lease store, told apart by the backend label.
+func TestStorageRequestLatencyByBackend(t *testing.T) {
+	ctx := context.Background()
+	s := startServer(t, serverOptions{apiOnly: true})
+	cs := s.client()
+	lease, err := cs.CoordinationV1().Leases("default").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "timed"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := "me"
+	lease.Spec.HolderIdentity = &holder
+	if _, err := cs.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(raw)
+	const name = "nodeplane_storage_request_duration_seconds"
+	if !strings.Contains(body, "# TYPE "+name+" histogram\n") {
+		t.Errorf("/metrics has no histogram %s", name)
+	}
+	for _, series := range []string{
+		`backend="memory",operation="create"`, // the Lease
+		`backend="memory",operation="update"`,
+		`backend="memory",operation="watch"`, // the watch cache's
+		`backend="etcd",operation="create"`,  // what the server creates at start
+	} {
+		if v, ok := sample(body, name+"_count", series); !ok || v < 1 {
+			t.Errorf("%s_count{%s} = %v (present %v), want at least 1", name, series, v, ok)
 		}
 	}
 }

@@ -40,7 +40,9 @@ type Config struct {
 	Timeout time.Duration
 	// Targets lists the agents to scrape now.
 	Targets func(ctx context.Context) ([]Target, error)
-	// Client returns the HTTP client that reaches node's agent.
+	// Client returns the HTTP client that reaches node's agent. It is
+	// called once per node and pass; each scrape closes the idle
+	// connections of the client it used (http.Client.CloseIdleConnections).
 	Client func(node string) *http.Client
 	// Parallelism bounds the scrapes in flight (default 64), so a pass
 	// over 100,000 nodes does not start 100,000 connections at once.
@@ -116,7 +118,8 @@ func (s *Scraper) Run(ctx context.Context) {
 // whose scrape failed, loses its results (stale numbers are worse than
 // none). A node whose scrapes keep failing is skipped for a growing number
 // of passes (maxBackoffPasses at most), and only the first failure of a
-// streak is logged.
+// streak is logged. No connection stays open after the pass, whether or not
+// the clients keep connections alive.
 func (s *Scraper) ScrapeOnce(ctx context.Context) {
 	targets, err := s.cfg.Targets(ctx)
 	if err != nil {
@@ -218,6 +221,12 @@ func (s *Scraper) scrape(ctx context.Context, t Target) (Scrape, error) {
 	}
 	c := *s.cfg.Client(t.Node)
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// A node is asked once per pass, so a connection kept for reuse would
+	// only sit idle until the next one, holding its TLS state (~8 KB; 80 MB
+	// at 10,000 nodes). Deferred first, this runs after the body is closed,
+	// when a connection read to its end is back in the idle pool; it closes
+	// the idle connections of the client just used, allocating nothing.
+	defer c.CloseIdleConnections()
 	resp, err := c.Do(req)
 	if err != nil {
 		return Scrape{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -145,5 +146,113 @@ func TestAFailingNodeIsTriedLessOften(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "scrape works again") {
 		t.Errorf("no line says the node answers again:\n%s", logs.String())
+	}
+}
+
+// connCounter counts the open server-side connections of the agents it is
+// attached to (http.Server.ConnState) and signals every change.
+type connCounter struct {
+	mu       sync.Mutex
+	open     int
+	accepted int
+	changed  chan struct{} // capacity 1: a change is never lost
+}
+
+func newConnCounter() *connCounter { return &connCounter{changed: make(chan struct{}, 1)} }
+
+func (c *connCounter) track(_ net.Conn, state http.ConnState) {
+	c.mu.Lock()
+	switch state {
+	case http.StateNew:
+		c.open++
+		c.accepted++
+	case http.StateClosed, http.StateHijacked:
+		c.open--
+	}
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *connCounter) counts() (open, accepted int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open, c.accepted
+}
+
+// waitForNoneOpen waits until no connection is open, failing after within.
+func (c *connCounter) waitForNoneOpen(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		open, _ := c.counts()
+		if open == 0 {
+			return
+		}
+		select {
+		case <-c.changed:
+		case <-deadline.C:
+			t.Fatalf("%d agent connections still open %v after the pass, want none", open, within)
+		}
+	}
+}
+
+// TestAPassLeavesNoConnectionOpen: agents reached through clients that keep
+// connections alive (one client per node, as httptest builds them) hold no
+// connection from the scraper once a pass is over, and the next pass
+// scrapes them all the same, calling Client once per node and pass.
+func TestAPassLeavesNoConnectionOpen(t *testing.T) {
+	conns := newConnCounter()
+	var n atomic.Int64
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		ts := int64(1700000000000) + i*2000
+		fmt.Fprintf(w, "node_cpu_usage_seconds_total %d %d\nnode_memory_working_set_bytes 1000 %d\n", i, ts, ts)
+	})
+	const nodes = 3
+	clients := map[string]*http.Client{}
+	var targets []Target
+	for i := range nodes {
+		agent := httptest.NewUnstartedServer(handler)
+		agent.Config.ConnState = conns.track
+		agent.StartTLS()
+		t.Cleanup(agent.Close)
+		node := fmt.Sprintf("n%d", i)
+		clients[node] = agent.Client()
+		targets = append(targets, Target{Node: node, Host: strings.TrimPrefix(agent.URL, "https://")})
+	}
+	var mu sync.Mutex
+	clientCalls := map[string]int{}
+	s, err := New(Config{
+		Targets: func(context.Context) ([]Target, error) { return targets, nil },
+		Client: func(node string) *http.Client {
+			mu.Lock()
+			defer mu.Unlock()
+			clientCalls[node]++
+			return clients[node]
+		},
+		Clock: clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for pass := 1; pass <= 2; pass++ {
+		s.ScrapeOnce(t.Context())
+		if _, accepted := conns.counts(); accepted < pass*nodes {
+			t.Fatalf("pass %d: the agents accepted %d connections, want at least %d", pass, accepted, pass*nodes)
+		}
+		conns.waitForNoneOpen(t, 10*time.Second)
+	}
+	for _, target := range targets {
+		if _, ok := s.Node(target.Node); !ok {
+			t.Errorf("%s has no usage after two passes: the second pass did not scrape it", target.Node)
+		}
+		if got := clientCalls[target.Node]; got != 2 {
+			t.Errorf("Client(%q) called %d times in two passes, want 2", target.Node, got)
+		}
 	}
 }

@@ -43,11 +43,14 @@ func (s *server) openStores(ctx context.Context) (func(), error) {
 		}
 		closeEtcd()
 	}
-	metrics, err := etcd.NewMetrics(s.reg)
+	// One histogram for every store; the backend label tells etcd's
+	// requests from the lease store's.
+	metrics, err := storage.NewMetrics(s.reg)
 	if err != nil {
 		closeStorage()
 		return nil, err
 	}
+	etcdMetrics := metrics.Backend("etcd")
 	// Events expire in storage (kube-apiserver's --event-ttl): etcd deletes
 	// each event key when its lease runs out.
 	var ttls []etcd.KeyTTL
@@ -55,7 +58,7 @@ func (s *server) openStores(ctx context.Context) (func(), error) {
 		ttls = []etcd.KeyTTL{{Prefix: registry.Events().Prefix() + "/", TTL: s.opts.EventTTL}}
 	}
 	open := func(c etcd.Config) (*etcd.Store, error) {
-		c.Metrics, c.Clock, c.TTLs = metrics, s.clock, ttls
+		c.Metrics, c.Clock, c.TTLs = etcdMetrics, s.clock, ttls
 		st, err := etcd.New(c)
 		if err == nil {
 			s.allStores = append(s.allStores, st)
@@ -76,7 +79,7 @@ func (s *server) openStores(ctx context.Context) (func(), error) {
 		s.overrides[gr] = st
 	}
 	if configs.memLeases {
-		if leases, err = s.openLeaseStore(ctx); err != nil {
+		if leases, err = s.openLeaseStore(ctx, metrics.Backend("memory")); err != nil {
 			closeStorage()
 			return nil, err
 		}
@@ -87,13 +90,14 @@ func (s *server) openStores(ctx context.Context) (func(), error) {
 }
 
 // openLeaseStore opens the in-memory lease store in <data-dir>/leases
-// (see storage/memstore for what survives a restart and a crash). Its
+// (see storage/memstore for what survives a restart and a crash), recording
+// its request latencies in metrics. Its
 // revisions start above the main store's current one, so that a lease
 // resourceVersion read from the main member (--durable-leases before) is
 // never reused; a data dir that still holds the old no-fsync lease member
 // is migrated by starting above any revision it can have reached (the
 // clock in microseconds) and removing it.
-func (s *server) openLeaseStore(ctx context.Context) (*memstore.Store, error) {
+func (s *server) openLeaseStore(ctx context.Context, metrics *storage.BackendMetrics) (*memstore.Store, error) {
 	floor, err := s.store.CurrentRevision(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lease store: %w", err)
@@ -111,6 +115,7 @@ func (s *server) openLeaseStore(ctx context.Context) (*memstore.Store, error) {
 	cfg.InitialRevision = floor
 	cfg.Clock = s.clock
 	cfg.Logger = s.log
+	cfg.Metrics = metrics
 	st, err := memstore.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lease store: %w", err)

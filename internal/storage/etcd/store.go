@@ -42,8 +42,9 @@ type Config struct {
 	// Client has no connection when it is in-process; then KV is required
 	// (Embedded.StoreConfig sets it).
 	KV pb.KVClient
-	// Metrics records request latencies when set (see NewMetrics).
-	Metrics *Metrics
+	// Metrics records request latencies when set: storage.Metrics.Backend
+	// ("etcd").
+	Metrics *storage.BackendMetrics
 	// Clock times requests for Metrics. Default: the real clock.
 	Clock clock.PassiveClock
 	// TTLs give the keys under some prefixes a time to live (see KeyTTL).
@@ -58,7 +59,7 @@ type Store struct {
 	rawKV    pb.KVClient
 	callOpts []grpc.CallOption
 	watcher  clientv3.Watcher
-	metrics  *Metrics
+	metrics  *storage.BackendMetrics
 	clock    clock.PassiveClock
 	// leases attach the TTL leases; nil when no key has a TTL.
 	leases *leases
@@ -110,15 +111,15 @@ func New(cfg Config) (*Store, error) {
 
 // observe records the latency of one request started at start. Called with
 // defer so the clock is read when the request begins.
-func (s *Store) observe(op operation, start time.Time) {
+func (s *Store) observe(op storage.Operation, start time.Time) {
 	if s.metrics != nil {
-		s.metrics.observe(op, s.clock.Since(start))
+		s.metrics.Observe(op, s.clock.Since(start))
 	}
 }
 
 // Get returns the key's current value (a linearizable read).
 func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
-	defer s.observe(opGet, s.clock.Now())
+	defer s.observe(storage.OpGet, s.clock.Now())
 	resp, err := s.kv.Get(ctx, key)
 	if err != nil {
 		return storage.KeyValue{}, wrapError("get", key, err)
@@ -133,7 +134,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 // mean a directory pass a prefix ending in "/", so "/a/b/" does not match
 // "/a/bc".
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	defer s.observe(opList, s.clock.Now())
+	defer s.observe(storage.OpList, s.clock.Now())
 	start, err := opts.Start(prefix)
 	if err != nil {
 		return storage.ListResult{}, err
@@ -166,7 +167,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 
 // Count returns the number of keys under prefix without reading their values.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
-	defer s.observe(opCount, s.clock.Now())
+	defer s.observe(storage.OpCount, s.clock.Now())
 	key, end := prefixRange(prefix, prefix)
 	resp, err := s.kv.Get(ctx, key, clientv3.WithRange(end), clientv3.WithCountOnly())
 	if err != nil {
@@ -178,7 +179,7 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 // CurrentRevision returns the store's latest revision with a linearizable,
 // count-only read of one key.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	defer s.observe(opCurrentRevision, s.clock.Now())
+	defer s.observe(storage.OpCurrentRevision, s.clock.Now())
 	resp, err := s.kv.Get(ctx, revisionProbeKey, clientv3.WithCountOnly())
 	if err != nil {
 		return 0, annotate("read current revision", err)
@@ -190,7 +191,7 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 // applied the compaction (reads and watches below revision then fail with
 // ErrCompacted); freeing the space happens in the background.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
-	defer s.observe(opCompact, s.clock.Now())
+	defer s.observe(storage.OpCompact, s.clock.Now())
 	if _, err := s.kv.Compact(ctx, revision); err != nil {
 		return annotate(fmt.Sprintf("compact to revision %d", revision), err)
 	}

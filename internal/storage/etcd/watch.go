@@ -28,7 +28,7 @@ var errWatchClosed = errors.New("watch closed by the etcd client")
 // its leader or the client was closed); it ends without one when ctx is
 // cancelled. The channel is closed in both cases.
 func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOptions) (<-chan storage.Event, error) {
-	defer s.observe(opWatch, s.clock.Now())
+	defer s.observe(storage.OpWatch, s.clock.Now())
 	if opts.FromRevision < 0 {
 		return nil, fmt.Errorf("watch %q from revision %d: negative revision", prefix, opts.FromRevision)
 	}

@@ -23,7 +23,7 @@ import (
 //
 //	If(CreateRevision(key) == 0) Then(Put(key, value))
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	defer s.observe(opCreate, s.clock.Now())
+	defer s.observe(storage.OpCreate, s.clock.Now())
 	k := []byte(key)
 	lease, err := s.leases.forKey(ctx, key)
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // expectedRevision must be positive: an absent key has ModRevision 0, so 0
 // would turn the update into a create.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	defer s.observe(opUpdate, s.clock.Now())
+	defer s.observe(storage.OpUpdate, s.clock.Now())
 	if expectedRevision <= 0 {
 		return 0, fmt.Errorf("update %q at revision %d: %w", key, expectedRevision, errInvalidRevision)
 	}
@@ -88,7 +88,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 //
 //	If(ModRevision(key) == expected) Then(Delete(key, prevKV)) Else(Get(key))
 func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (storage.KeyValue, int64, error) {
-	defer s.observe(opDelete, s.clock.Now())
+	defer s.observe(storage.OpDelete, s.clock.Now())
 	if expectedRevision < 0 {
 		return storage.KeyValue{}, 0, fmt.Errorf("delete %q at revision %d: %w", key, expectedRevision, errInvalidRevision)
 	}

@@ -49,6 +49,7 @@ func (w *watcher) notify() {
 // before the history, at once or later because the watcher fell behind,
 // ends the stream with an ErrCompacted EventError.
 func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	defer s.observe(storage.OpWatch, s.now())
 	if opts.FromRevision < 0 {
 		return nil, fmt.Errorf("watch %q from revision %d: negative revision", prefix, opts.FromRevision)
 	}
