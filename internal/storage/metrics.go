@@ -54,9 +54,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Subsystem: "storage",
 		Name:      "request_duration_seconds",
 		Help:      "Latency of storage requests by backend (etcd, memory) and operation, including failed ones.",
-		// 100µs (an in-process read) to ~13s (a stalled cluster). The
-		// in-memory store's requests mostly land in the first bucket.
-		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		// 5µs (the in-memory store's compare-and-swap) to ~10s (a stalled
+		// etcd cluster).
+		Buckets: prometheus.ExponentialBuckets(0.000005, 2, 22),
 	}, []string{"backend", "operation"})
 	if err := reg.Register(vec); err != nil {
 		return nil, fmt.Errorf("register storage metrics: %w", err)
