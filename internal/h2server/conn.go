@@ -170,7 +170,7 @@ func (c *conn) goAway() {
 		return
 	}
 	c.goingAway = true
-	c.out = appendGoAway(c.out, c.maxStreamID, http2.ErrCodeNo)
+	c.out = appendGoAway(c.buf(), c.maxStreamID, http2.ErrCodeNo)
 	if c.running == 0 {
 		c.drainCloseLocked()
 		return
@@ -185,7 +185,7 @@ func (c *conn) fail(code http2.ErrCode, err error) error {
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.goingAway = true
-		c.out = appendGoAway(c.out, c.maxStreamID, code)
+		c.out = appendGoAway(c.buf(), c.maxStreamID, code)
 		c.closeErr = err
 		c.drainCloseLocked()
 	}
@@ -204,13 +204,13 @@ func (c *conn) readLoop() error {
 		return c.fail(http2.ErrCodeProtocol, errors.New("bad client preface"))
 	}
 	c.mu.Lock()
-	c.out = appendSettings(c.out,
+	c.out = appendSettings(c.buf(),
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: cfg.StreamWindow},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: cfg.MaxHeaderListSize},
 	)
 	if cfg.ConnWindow > initialPeerWindow {
-		c.out = appendWindowUpdate(c.out, 0, cfg.ConnWindow-initialPeerWindow)
+		c.out = appendWindowUpdate(c.buf(), 0, cfg.ConnWindow-initialPeerWindow)
 		c.recvWindow = int32(cfg.ConnWindow)
 	} else {
 		c.recvWindow = initialPeerWindow
@@ -273,7 +273,7 @@ func (c *conn) handleFrame(f http2.Frame) error {
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			c.mu.Lock()
-			c.out = appendPingAck(c.out, f.Data)
+			c.out = appendPingAck(c.buf(), f.Data)
 			c.flushLocked()
 			c.mu.Unlock()
 		}
@@ -320,7 +320,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		}
 		return err
 	}
-	c.out = appendSettingsAck(c.out)
+	c.out = appendSettingsAck(c.buf())
 	c.flushLocked()
 	return nil
 }
@@ -412,7 +412,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 func (c *conn) giveBackLocked(st *stream, n int32) {
 	c.recvUnacked += n
 	if c.recvUnacked >= int32(c.srv.cfg.ConnWindow/2) {
-		c.out = appendWindowUpdate(c.out, 0, uint32(c.recvUnacked))
+		c.out = appendWindowUpdate(c.buf(), 0, uint32(c.recvUnacked))
 		c.recvWindow += c.recvUnacked
 		c.recvUnacked = 0
 	}
@@ -422,7 +422,7 @@ func (c *conn) giveBackLocked(st *stream, n int32) {
 	b := st.body
 	b.unacked += n
 	if b.unacked >= int32(c.srv.cfg.StreamWindow/2) {
-		c.out = appendWindowUpdate(c.out, st.id, uint32(b.unacked))
+		c.out = appendWindowUpdate(c.buf(), st.id, uint32(b.unacked))
 		b.window += b.unacked
 		b.unacked = 0
 	}
@@ -435,7 +435,7 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 	if st := c.streams[id]; st != nil {
 		c.resetLocked(st, code)
 	} else {
-		c.out = appendRST(c.out, id, code)
+		c.out = appendRST(c.buf(), id, code)
 	}
 	c.flushLocked()
 }
@@ -443,7 +443,7 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 // resetLocked sends RST_STREAM for st and ends it. mu is held; the caller
 // flushes.
 func (c *conn) resetLocked(st *stream, code http2.ErrCode) {
-	c.out = appendRST(c.out, st.id, code)
+	c.out = appendRST(c.buf(), st.id, code)
 	st.resetLocked()
 	delete(c.streams, st.id)
 	c.cond.Broadcast()
@@ -452,7 +452,9 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode) {
 // flushLocked writes out to the socket unless another goroutine is doing
 // so already (it will take these bytes too). mu is held on entry and on
 // return; it is released during the write, which is when other streams'
-// frames pile up behind it and go out in the next write together.
+// frames pile up behind it and go out in the next write together. Once
+// nothing is pending the buffer goes back to a pool: a connection whose
+// streams are idle watches holds none.
 func (c *conn) flushLocked() {
 	if c.flushing || len(c.out) == 0 {
 		return
@@ -465,22 +467,42 @@ func (c *conn) flushLocked() {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
-		if cap(buf) <= 32<<10 && c.out == nil {
+		if c.out == nil {
 			c.out = buf[:0]
+		} else {
+			putOut(buf)
 		}
 		if err != nil {
 			c.closeErr = fmt.Errorf("write: %w", err)
 			c.closeLocked()
 		}
 	}
-	if c.closed {
-		c.out = nil
-	}
+	putOut(c.out)
+	c.out = nil
 	c.flushing = false
-	if len(c.out) == 0 && c.running == 0 {
-		c.out = nil // an idle connection keeps no buffer
-	}
 	c.cond.Broadcast()
+}
+
+// buf is the outgoing buffer to append frames to, taken from the pool
+// when the connection has none. mu is held.
+func (c *conn) buf() []byte {
+	if c.out == nil {
+		c.out = (*outPool.Get().(*[]byte))[:0]
+	}
+	return c.out
+}
+
+// outPool holds outgoing buffers; one above maxPooledOut is dropped.
+var outPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledOut = 64 << 10
+
+func putOut(b []byte) {
+	if b == nil || cap(b) > maxPooledOut {
+		return
+	}
+	b = b[:0]
+	outPool.Put(&b)
 }
 
 // waitRoomLocked waits until the outgoing buffer has room, the connection

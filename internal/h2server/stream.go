@@ -132,7 +132,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	if c.running >= int(c.srv.cfg.MaxConcurrentStreams) {
-		c.out = appendRST(c.out, id, http2.ErrCodeRefusedStream)
+		c.out = appendRST(c.buf(), id, http2.ErrCodeRefusedStream)
 		c.flushLocked()
 		c.mu.Unlock()
 		return nil
@@ -141,9 +141,9 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		// The header list is over MaxHeaderListSize: 431, as net/http.
 		c.hbuf.Reset()
 		_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
-		c.out = appendHeaders(c.out, id, c.hbuf.Bytes(), true, c.peerMaxFrame)
+		c.out = appendHeaders(c.buf(), id, c.hbuf.Bytes(), true, c.peerMaxFrame)
 		if !f.StreamEnded() {
-			c.out = appendRST(c.out, id, http2.ErrCodeNo)
+			c.out = appendRST(c.buf(), id, http2.ErrCodeNo)
 		}
 		c.flushLocked()
 		c.mu.Unlock()
@@ -260,7 +260,7 @@ func (st *stream) end(aborted bool) {
 		if err := st.sendLocked(true); err == nil && !st.remoteClosed {
 			// Answered before the client finished its body: tell it to
 			// stop sending.
-			c.out = appendRST(c.out, st.id, http2.ErrCodeNo)
+			c.out = appendRST(c.buf(), st.id, http2.ErrCodeNo)
 		}
 	}
 	if st.body != nil && !st.body.discard {
@@ -360,6 +360,10 @@ func (st *stream) FlushError() error {
 	}
 	err := st.sendLocked(false)
 	c.flushLocked()
+	c.mu.Unlock()
+	// A streaming response (a watch) keeps no buffer between its writes.
+	st.releaseBuf()
+	c.mu.Lock()
 	return err
 }
 
@@ -426,7 +430,7 @@ func (st *stream) sendLocked(end bool) error {
 			continue
 		}
 		last := end && n == len(p)
-		c.out = appendData(c.out, st.id, p[:n], last)
+		c.out = appendData(c.buf(), st.id, p[:n], last)
 		st.sendWindow -= int32(n)
 		c.sendWindow -= int32(n)
 		p = p[n:]
@@ -456,7 +460,7 @@ func (c *conn) appendResponseHeadersLocked(st *stream, end bool) {
 	if _, ok := st.header["Date"]; !ok {
 		_ = c.henc.WriteField(hpack.HeaderField{Name: "date", Value: httpDate()})
 	}
-	c.out = appendHeaders(c.out, st.id, c.hbuf.Bytes(), end, c.peerMaxFrame)
+	c.out = appendHeaders(c.buf(), st.id, c.hbuf.Bytes(), end, c.peerMaxFrame)
 }
 
 // releaseBuf returns the response buffer to the pool.
