@@ -105,6 +105,9 @@ func newConn(s *Server, tc *tls.Conn, h http.Handler, ctx context.Context) *conn
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderListSize
 	c.fr.SetReuseFrames()
+	// The framer would otherwise read frames up to 16 MiB; the server
+	// announces no larger SETTINGS_MAX_FRAME_SIZE than the default.
+	c.fr.SetMaxReadFrameSize(defaultMaxFrame)
 	c.lastFrame.Store(s.cfg.Clock.Now().UnixNano())
 	return c
 }
@@ -142,7 +145,9 @@ func (c *conn) closeLocked() {
 		return
 	}
 	c.closed = true
-	_ = c.nc.Close()
+	// Not under mu: tls.Conn.Close writes a close_notify alert, which
+	// can wait up to 5 s on a client that does not read.
+	go func() { _ = c.nc.Close() }()
 	for id, st := range c.streams {
 		st.resetLocked()
 		delete(c.streams, id)
@@ -294,6 +299,9 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
 		switch s.ID {
 		case http2.SettingInitialWindowSize:
 			if s.Val > 1<<31-1 {

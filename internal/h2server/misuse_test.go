@@ -186,6 +186,30 @@ func TestMisuse(t *testing.T) {
 		}
 	})
 
+	t.Run("a frame larger than the announced maximum ends the connection with FRAME_SIZE_ERROR", func(t *testing.T) {
+		url, _, _ := startServer(t, Config{}, h)
+		blockUntilCleanup(t)
+		c := dialRaw(t, url)
+		c.headers(1, "POST", "/block", false)
+		_ = c.fr.WriteData(1, false, make([]byte, 64<<10)) // the server may close before it is all written
+		ga := c.readToEOF()
+		if ga == nil || ga.ErrCode != http2.ErrCodeFrameSize {
+			t.Fatalf("GOAWAY %v, want FRAME_SIZE_ERROR", ga)
+		}
+	})
+
+	t.Run("an invalid setting ends the connection with PROTOCOL_ERROR", func(t *testing.T) {
+		url, _, _ := startServer(t, Config{}, h)
+		c := dialRaw(t, url)
+		if err := c.fr.WriteSettings(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 100}); err != nil {
+			t.Fatal(err)
+		}
+		ga := c.readToEOF()
+		if ga == nil || ga.ErrCode != http2.ErrCodeProtocol {
+			t.Fatalf("GOAWAY %v, want PROTOCOL_ERROR", ga)
+		}
+	})
+
 	t.Run("a header list past the limit gets 431", func(t *testing.T) {
 		url, _, _ := startServer(t, Config{MaxHeaderListSize: 4 << 10}, h)
 		c := dialRaw(t, url)

@@ -414,7 +414,10 @@ func (st *stream) sendLocked(end bool) error {
 		if err := st.writableLocked(); err != nil {
 			return err
 		}
-		n := min(len(p), int(st.sendWindow), int(c.sendWindow), c.peerMaxFrame)
+		n := 0
+		if len(p) > 0 {
+			n = min(len(p), int(st.sendWindow), int(c.sendWindow), c.peerMaxFrame)
+		}
 		if len(p) > 0 && n <= 0 {
 			if !c.flushing && len(c.out) > 0 {
 				c.flushLocked()
