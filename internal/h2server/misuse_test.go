@@ -264,9 +264,11 @@ func TestMisuse(t *testing.T) {
 		clk := clocktesting.NewFakeClock(time.Now())
 		url, _, _ := startServer(t, Config{IdleTimeout: time.Minute, Clock: clk}, h)
 		c := dialRaw(t, url)
-		c.readUntil("the server's SETTINGS", func(f http2.Frame) bool {
+		// The server's ACK of our SETTINGS: it has read every frame we sent,
+		// so no later frame moves its idle clock.
+		c.readUntil("the server's SETTINGS ACK", func(f http2.Frame) bool {
 			sf, ok := f.(*http2.SettingsFrame)
-			return ok && !sf.IsAck()
+			return ok && sf.IsAck()
 		})
 		for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); {
 			if time.Now().After(deadline) {

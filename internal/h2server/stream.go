@@ -354,34 +354,30 @@ func (st *stream) FlushError() error {
 	}
 	c := st.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := st.writableLocked(); err != nil {
-		return err
+	err := st.writableLocked()
+	if err == nil {
+		err = st.sendLocked(false)
+		c.flushLocked()
 	}
-	err := st.sendLocked(false)
-	c.flushLocked()
 	c.mu.Unlock()
 	// A streaming response (a watch) keeps no buffer between its writes.
 	st.releaseBuf()
-	c.mu.Lock()
 	return err
 }
 
 // SetReadDeadline bounds the reads of the request body
 // (http.ResponseController).
-func (st *stream) SetReadDeadline(t time.Time) error {
-	st.c.mu.Lock()
-	st.readDeadline = t
-	st.c.cond.Broadcast()
-	st.c.mu.Unlock()
-	return nil
-}
+func (st *stream) SetReadDeadline(t time.Time) error { return st.setDeadline(&st.readDeadline, t) }
 
 // SetWriteDeadline bounds the writes of the response
 // (http.ResponseController); a write past it resets the stream.
-func (st *stream) SetWriteDeadline(t time.Time) error {
+func (st *stream) SetWriteDeadline(t time.Time) error { return st.setDeadline(&st.writeDeadline, t) }
+
+// setDeadline sets one of the stream's deadlines and wakes its waiters to
+// look at it.
+func (st *stream) setDeadline(d *time.Time, t time.Time) error {
 	st.c.mu.Lock()
-	st.writeDeadline = t
+	*d = t
 	st.c.cond.Broadcast()
 	st.c.mu.Unlock()
 	return nil

@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver"
-	"github.com/nodeplane/nodeplane/internal/h2server"
 	"github.com/nodeplane/nodeplane/internal/apiserver/admission"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
@@ -32,6 +31,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodelifecycle"
+	"github.com/nodeplane/nodeplane/internal/h2server"
 	"github.com/nodeplane/nodeplane/internal/join"
 	"github.com/nodeplane/nodeplane/internal/join/joinstate"
 	"github.com/nodeplane/nodeplane/internal/pki"
