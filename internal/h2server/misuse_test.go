@@ -210,6 +210,22 @@ func TestMisuse(t *testing.T) {
 		}
 	})
 
+	t.Run("late trailers on a stream answered early leave the connection serving", func(t *testing.T) {
+		url, _, _ := startServer(t, Config{}, h)
+		c := dialRaw(t, url)
+		isResponse := func(id uint32) func(http2.Frame) bool {
+			return func(f http2.Frame) bool {
+				mh, ok := f.(*http2.MetaHeadersFrame)
+				return ok && mh.StreamID == id
+			}
+		}
+		c.headers(1, "POST", "/answer-early", false)
+		c.readUntil("the early answer", isResponse(1))
+		c.headers(1, "POST", "/answer-early", true) // trailers: END_STREAM
+		c.headers(3, "GET", "/answer-early", true)
+		c.readUntil("the next request's answer", isResponse(3))
+	})
+
 	t.Run("a header list past the limit gets 431", func(t *testing.T) {
 		url, _, _ := startServer(t, Config{MaxHeaderListSize: 4 << 10}, h)
 		c := dialRaw(t, url)

@@ -122,9 +122,15 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.mu.Unlock()
 		return nil
 	}
-	if id%2 == 0 || id <= c.maxStreamID {
+	if id%2 == 0 {
 		c.mu.Unlock()
-		return c.fail(http2.ErrCodeProtocol, fmt.Errorf("HEADERS on stream %d, not a new client stream", id))
+		return c.fail(http2.ErrCodeProtocol, fmt.Errorf("HEADERS on stream %d, not a client stream", id))
+	}
+	if id <= c.maxStreamID {
+		// A stream that has ended here (answered early, reset, refused):
+		// its late trailers are dropped, as its late DATA is.
+		c.mu.Unlock()
+		return nil
 	}
 	c.maxStreamID = id
 	if c.goingAway {
