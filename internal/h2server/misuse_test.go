@@ -98,6 +98,26 @@ func (c *rawClient) readToEOF() *http2.GoAwayFrame {
 	}
 }
 
+// responseStatus reads until the first response HEADERS and returns its
+// status.
+func (c *rawClient) responseStatus() string {
+	c.t.Helper()
+	f := c.readUntil("the response HEADERS", func(f http2.Frame) bool {
+		_, ok := f.(*http2.MetaHeadersFrame)
+		return ok
+	})
+	return f.(*http2.MetaHeadersFrame).PseudoValue("status")
+}
+
+// wantGoAway reads until the server closes the connection and fails unless
+// it sent GOAWAY with code first.
+func (c *rawClient) wantGoAway(code http2.ErrCode) {
+	c.t.Helper()
+	if ga := c.readToEOF(); ga == nil || ga.ErrCode != code {
+		c.t.Fatalf("GOAWAY %v, want one with %v before the close", ga, code)
+	}
+}
+
 func TestMisuse(t *testing.T) {
 	floodEnded := make(chan error, 1)
 	// block holds the /block handlers; each subtest that uses them
@@ -180,10 +200,7 @@ func TestMisuse(t *testing.T) {
 				break // the server may close first
 			}
 		}
-		ga := c.readToEOF()
-		if ga == nil || ga.ErrCode != http2.ErrCodeFlowControl {
-			t.Fatalf("GOAWAY %v, want FLOW_CONTROL_ERROR", ga)
-		}
+		c.wantGoAway(http2.ErrCodeFlowControl)
 	})
 
 	t.Run("a frame larger than the announced maximum ends the connection with FRAME_SIZE_ERROR", func(t *testing.T) {
@@ -192,10 +209,7 @@ func TestMisuse(t *testing.T) {
 		c := dialRaw(t, url)
 		c.headers(1, "POST", "/block", false)
 		_ = c.fr.WriteData(1, false, make([]byte, 64<<10)) // the server may close before it is all written
-		ga := c.readToEOF()
-		if ga == nil || ga.ErrCode != http2.ErrCodeFrameSize {
-			t.Fatalf("GOAWAY %v, want FRAME_SIZE_ERROR", ga)
-		}
+		c.wantGoAway(http2.ErrCodeFrameSize)
 	})
 
 	t.Run("an invalid setting ends the connection with PROTOCOL_ERROR", func(t *testing.T) {
@@ -204,10 +218,7 @@ func TestMisuse(t *testing.T) {
 		if err := c.fr.WriteSettings(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 100}); err != nil {
 			t.Fatal(err)
 		}
-		ga := c.readToEOF()
-		if ga == nil || ga.ErrCode != http2.ErrCodeProtocol {
-			t.Fatalf("GOAWAY %v, want PROTOCOL_ERROR", ga)
-		}
+		c.wantGoAway(http2.ErrCodeProtocol)
 	})
 
 	t.Run("late trailers on a stream answered early leave the connection serving", func(t *testing.T) {
@@ -230,11 +241,7 @@ func TestMisuse(t *testing.T) {
 		url, _, _ := startServer(t, Config{MaxHeaderListSize: 4 << 10}, h)
 		c := dialRaw(t, url)
 		c.headers(1, "GET", "/", true, "x-big-1", strings.Repeat("a", 3000), "x-big-2", strings.Repeat("b", 3000))
-		f := c.readUntil("the response HEADERS", func(f http2.Frame) bool {
-			_, ok := f.(*http2.MetaHeadersFrame)
-			return ok
-		})
-		if s := f.(*http2.MetaHeadersFrame).PseudoValue("status"); s != "431" {
+		if s := c.responseStatus(); s != "431" {
 			t.Fatalf("status %s, want 431", s)
 		}
 	})
@@ -243,11 +250,7 @@ func TestMisuse(t *testing.T) {
 		url, _, _ := startServer(t, Config{}, h)
 		c := dialRaw(t, url)
 		c.headers(1, "POST", "/body-deadline", false)
-		f := c.readUntil("the response HEADERS", func(f http2.Frame) bool {
-			_, ok := f.(*http2.MetaHeadersFrame)
-			return ok
-		})
-		if s := f.(*http2.MetaHeadersFrame).PseudoValue("status"); s != "408" {
+		if s := c.responseStatus(); s != "408" {
 			t.Fatalf("status %s, want 408", s)
 		}
 	})
@@ -294,9 +297,6 @@ func TestMisuse(t *testing.T) {
 		}
 		clk.Step(61 * time.Second)
 		clk.Step(15 * time.Second) // the sweep runs every quarter of the timeout
-		ga := c.readToEOF()
-		if ga == nil || ga.ErrCode != http2.ErrCodeNo {
-			t.Fatalf("GOAWAY %v, want NO_ERROR before the close", ga)
-		}
+		c.wantGoAway(http2.ErrCodeNo)
 	})
 }
