@@ -58,6 +58,10 @@ type Options struct {
 	// HTTP2Server chooses what serves HTTP/2: "nodeplane" (internal/h2server)
 	// or "go" (net/http's own).
 	HTTP2Server string
+	// HTTP2MaxStreamsPerConnection is the SETTINGS_MAX_CONCURRENT_STREAMS
+	// the server announces: the requests one HTTP/2 connection may have
+	// running at once (kube-apiserver's flag).
+	HTTP2MaxStreamsPerConnection int
 	// RequestTimeout bounds a request that is not long-running, reading
 	// its body included (--request-timeout).
 	RequestTimeout time.Duration
@@ -234,6 +238,7 @@ func DefaultOptions() Options {
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
 		HTTP2Server:                         HTTP2Nodeplane,
+		HTTP2MaxStreamsPerConnection:        DefaultHTTP2MaxStreams,
 		RequestTimeout:                      time.Minute,
 		MinRequestTimeout:                   1800,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
@@ -260,6 +265,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight, "Summed with --max-mutating-requests-inflight into the seats (requests served at once; watches and pod logs not counted) shared between priority levels: system controllers 20%, node heartbeats 20%, other node requests 20%, system:masters 30%, everyone else 10%; the controllers' leader election is never limited. Past a level's seats, or past one identity's share of them (a node: 5% of the heartbeat seats, 10% of the other node seats; other users: 25%), requests get 429 with Retry-After; both 0 means no limit")
 	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "Added to --max-requests-inflight: together they are the server's total seats, split between priority levels (see --max-requests-inflight)")
 	fs.StringVar(&o.HTTP2Server, "http2-server", o.HTTP2Server, "What serves HTTP/2 connections: \"nodeplane\" (one goroutine per connection, a response in one write; docs/performance.md) or \"go\" (Go's net/http HTTP/2 server). HTTP/1.1 is served by net/http either way")
+	fs.IntVar(&o.HTTP2MaxStreamsPerConnection, "http2-max-streams-per-connection", o.HTTP2MaxStreamsPerConnection, "Requests one HTTP/2 connection may have running at once (SETTINGS_MAX_CONCURRENT_STREAMS; a stream the client reset counts until its handler returns). A client that reaches it opens another connection, so a slow server would invite more connections and TLS handshakes: keep it above the requests a client has waiting")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request may take, reading its body included, before it is answered 504 Timeout; watches and pod logs are exempt (see --min-request-timeout)")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "A watch without timeoutSeconds is ended (the client resumes it) after a random time between this many seconds and twice that")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
@@ -299,6 +305,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HTTP2Server != HTTP2Nodeplane && o.HTTP2Server != HTTP2Go {
 		errs = append(errs, fmt.Errorf("--http2-server must be %q or %q, got %q", HTTP2Nodeplane, HTTP2Go, o.HTTP2Server))
+	}
+	if o.HTTP2MaxStreamsPerConnection < 1 || o.HTTP2MaxStreamsPerConnection > maxHTTP2MaxStreams {
+		errs = append(errs, fmt.Errorf("--http2-max-streams-per-connection must be between 1 and %d, got %d", maxHTTP2MaxStreams, o.HTTP2MaxStreamsPerConnection))
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout must be > 0, got %v", o.RequestTimeout))

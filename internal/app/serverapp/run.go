@@ -336,6 +336,10 @@ const warmWorkers = 256
 const (
 	HTTP2Nodeplane = "nodeplane"
 	HTTP2Go        = "go"
+	// DefaultHTTP2MaxStreams is --http2-max-streams-per-connection's default.
+	DefaultHTTP2MaxStreams = 1000
+	// maxHTTP2MaxStreams bounds it: each running stream may hold a handler.
+	maxHTTP2MaxStreams = 10000
 )
 
 // buildHandler is the whole HTTP surface: health and version open to all,
@@ -482,11 +486,14 @@ func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-c
 	if s.opts.HTTP2Server == HTTP2Nodeplane {
 		// Its handler goroutines start on the warm workers directly.
 		h2server.New(h2server.Config{
-			PrefaceTimeout: srv.ReadHeaderTimeout,
-			IdleTimeout:    srv.IdleTimeout,
-			Go:             workers.GoServe,
-			Logger:         s.log.With("component", "http2"),
+			MaxConcurrentStreams: uint32(s.opts.HTTP2MaxStreamsPerConnection),
+			PrefaceTimeout:       srv.ReadHeaderTimeout,
+			IdleTimeout:          srv.IdleTimeout,
+			Go:                   workers.GoServe,
+			Logger:               s.log.With("component", "http2"),
 		}).Attach(srv, handler)
+	} else {
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.opts.HTTP2MaxStreamsPerConnection}
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
