@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,7 @@ func TestScrapeOnce(t *testing.T) {
 		Targets:    func(context.Context) ([]Target, error) { return targets, nil },
 		Client:     func(string) *http.Client { return agent.Client() },
 		Clock:      clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+		Rate:       -1, // no pacing: this test is not about it
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestAFailingNodeIsTriedLessOften(t *testing.T) {
 		},
 		Client: func(string) *http.Client { return agent.Client() },
 		Clock:  clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+		Rate:   -1, // no pacing: this test is not about it
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	if err != nil {
@@ -235,6 +238,7 @@ func TestAPassLeavesNoConnectionOpen(t *testing.T) {
 			return clients[node]
 		},
 		Clock: clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+		Rate:  -1, // no pacing: this test is not about it
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -254,5 +258,61 @@ func TestAPassLeavesNoConnectionOpen(t *testing.T) {
 		if got := clientCalls[target.Node]; got != 2 {
 			t.Errorf("Client(%q) called %d times in two passes, want 2", target.Node, got)
 		}
+	}
+}
+
+// A pass over more agents than its rate allows spreads their scrapes: with
+// 10 a second, the 5 agents' scrapes start 100 ms apart on the clock, and
+// none starts early.
+func TestAPassIsPacedByItsRate(t *testing.T) {
+	var served atomic.Int32
+	agent := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		fmt.Fprint(w, "node_cpu_usage_seconds_total 1 1700000000000\nnode_memory_working_set_bytes 1 1700000000000\n")
+	}))
+	defer agent.Close()
+	host := strings.TrimPrefix(agent.URL, "https://")
+	clk := clocktesting.NewFakeClock(time.Unix(1700000000, 0))
+	s, err := New(Config{
+		Targets: func(context.Context) ([]Target, error) {
+			return []Target{{"n1", host}, {"n2", host}, {"n3", host}, {"n4", host}, {"n5", host}}, nil
+		},
+		Client: func(string) *http.Client { return agent.Client() },
+		Rate:   10,
+		Clock:  clk,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { s.ScrapeOnce(context.Background()); close(done) }()
+	for want := int32(1); want <= 5; want++ {
+		// The pass has started scrape number want and waits on the clock
+		// for the next (or, after the last, finishes).
+		deadline := time.Now().Add(10 * time.Second)
+		for served.Load() < want || (want < 5 && !clk.HasWaiters()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("scrape %d did not happen: %d served", want, served.Load())
+			}
+			runtime.Gosched()
+		}
+		if got := served.Load(); got != want {
+			t.Fatalf("%d scrapes after %v, want %d", got, time.Duration(want-1)*100*time.Millisecond, want)
+		}
+		if want < 5 {
+			clk.Step(99 * time.Millisecond)
+			if !clk.HasWaiters() {
+				t.Fatalf("the pass stopped waiting %v early", time.Millisecond)
+			}
+			clk.Step(time.Millisecond)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pass did not end after its last scrape")
+	}
+	if _, ok := s.Node("n5"); ok {
+		t.Fatal("usage after one pass: a rate needs two")
 	}
 }

@@ -267,6 +267,7 @@ func (s *server) buildAPI() error {
 	s.authorizer = authz.New(authz.Config{Modes: s.opts.AuthorizationModes})
 	s.usage, err = scraper.New(scraper.Config{
 		Resolution: o.MetricResolution,
+		Rate:       scrapeRate(o.MetricScrapesPerSecond),
 		Targets:    func(ctx context.Context) ([]scraper.Target, error) { return s.api.AgentTargets(ctx) },
 		Client:     nodeClient,
 		Clock:      s.clock,
@@ -620,6 +621,15 @@ func openAPIResources(resources []*registry.Resource) []openapi.Resource {
 		out = append(out, res)
 	}
 	return out
+}
+
+// scrapeRate is scraper.Config.Rate for --metric-scrapes-per-second, whose
+// 0 means no bound.
+func scrapeRate(perSecond float64) float64 {
+	if perSecond == 0 {
+		return -1
+	}
+	return perSecond
 }
 
 // kubeletClient returns, per node, the HTTP client pods/log uses to reach
