@@ -48,7 +48,10 @@ type Config struct {
 	// over 100,000 nodes does not start 100,000 connections at once.
 	Parallelism int
 	// Rate bounds the scrapes started per second (default 200; negative:
-	// no bound). Each scrape opens a TLS connection to its agent, about
+	// no bound), on average over a pass: the n-th scrape of a pass starts
+	// no earlier than n/Rate seconds after the pass began, so after a
+	// stall (Parallelism scrapes waiting for their time-outs) up to
+	// Parallelism may start at once to catch up. Each scrape opens a TLS connection to its agent, about
 	// 0.5 ms of the server's CPU (docs/performance.md), so the pass over a
 	// fleet larger than Rate × Resolution takes longer than Resolution
 	// instead of taking more CPU: at 100,000 nodes and 200/s a node's usage
