@@ -49,13 +49,14 @@ type Config struct {
 	Parallelism int
 	// Rate bounds the scrapes started per second (default 200; negative:
 	// no bound), on average over a pass: the n-th scrape of a pass starts
-	// no earlier than n/Rate seconds after the pass began, so after a
-	// stall (Parallelism scrapes waiting for their time-outs) up to
-	// Parallelism may start at once to catch up. Each scrape opens a TLS connection to its agent, about
-	// 0.5 ms of the server's CPU (docs/performance.md), so the pass over a
-	// fleet larger than Rate × Resolution takes longer than Resolution
-	// instead of taking more CPU: at 100,000 nodes and 200/s a node's usage
-	// is 500 s old at worst, where unbounded passes would cost 3 cores.
+	// no earlier than n/Rate seconds after the pass began, so after a stall
+	// (Parallelism scrapes waiting for their time-outs) up to Parallelism
+	// may start at once to catch up. Each scrape opens a TLS connection to
+	// its agent, about 0.5 ms of the server's CPU (docs/performance.md), so
+	// the pass over a fleet larger than Rate × Resolution takes longer than
+	// Resolution instead of taking more CPU: at 100,000 nodes and 200/s a
+	// node's usage is 500 s old at worst, where unbounded passes would
+	// cost about 3 cores.
 	Rate   float64
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -130,9 +131,9 @@ func (s *Scraper) Run(ctx context.Context) {
 }
 
 // ScrapeOnce scrapes every target once, at most Config.Parallelism at a
-// time and Config.Rate a second, and updates the results. A node that is not a target any more, or
-// whose scrape failed, loses its results (stale numbers are worse than
-// none). A node whose scrapes keep failing is skipped for a growing number
+// time and Config.Rate a second, and updates the results. A node that is
+// not a target any more, or whose scrape failed, loses its results (stale
+// numbers are worse than none). A node whose scrapes keep failing is skipped for a growing number
 // of passes (maxBackoffPasses at most), and only the first failure of a
 // streak is logged. No connection stays open after the pass, whether or not
 // the clients keep connections alive.
