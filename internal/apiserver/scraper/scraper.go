@@ -133,10 +133,10 @@ func (s *Scraper) Run(ctx context.Context) {
 // ScrapeOnce scrapes every target once, at most Config.Parallelism at a
 // time and Config.Rate a second, and updates the results. A node that is
 // not a target any more, or whose scrape failed, loses its results (stale
-// numbers are worse than none). A node whose scrapes keep failing is skipped for a growing number
-// of passes (maxBackoffPasses at most), and only the first failure of a
-// streak is logged. No connection stays open after the pass, whether or not
-// the clients keep connections alive.
+// numbers are worse than none). A node whose scrapes keep failing is
+// skipped for a growing number of passes (maxBackoffPasses at most), and
+// only the first failure of a streak is logged. No connection stays open
+// after the pass, whether or not the clients keep connections alive.
 func (s *Scraper) ScrapeOnce(ctx context.Context) {
 	targets, err := s.cfg.Targets(ctx)
 	if err != nil {
