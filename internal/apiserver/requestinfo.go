@@ -64,12 +64,14 @@ func parseResourcePath(r *http.Request, isNamespaced func(group, version, resour
 	}
 	// As kube-apiserver reads a boolean parameter: present and neither
 	// "0" nor "false" (any case) is true.
-	isWatch := watchPath
-	if v, ok := query(r)["watch"]; ok && len(v) > 0 {
-		isWatch = isWatch || (v[0] != "0" && !strings.EqualFold(v[0], "false"))
-	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		// Only a read can be a watch: the query of a write is not parsed
+		// here (it is once, with the write's options).
+		isWatch := watchPath
+		if v, ok := query(r)["watch"]; ok && len(v) > 0 {
+			isWatch = isWatch || (v[0] != "0" && !strings.EqualFold(v[0], "false"))
+		}
 		switch {
 		case info.Name == "" && isWatch:
 			info.Verb = "watch"
@@ -117,8 +119,7 @@ func splitPath(p string) []string {
 
 // resourceAttributes describes a resource request for authorization.
 func resourceAttributes(r *http.Request, info requestInfo) authz.Attributes {
-	q := query(r)
-	return authz.Attributes{
+	a := authz.Attributes{
 		ResourceRequest: true,
 		Verb:            info.Verb,
 		APIGroup:        info.Group,
@@ -126,7 +127,13 @@ func resourceAttributes(r *http.Request, info requestInfo) authz.Attributes {
 		Subresource:     info.Subresource,
 		Namespace:       info.Namespace,
 		Name:            info.Name,
-		FieldSelector:   q.Get("fieldSelector"),
-		LabelSelector:   q.Get("labelSelector"),
 	}
+	// Selectors matter only to requests that select (as in kube-apiserver's
+	// request info); a node's heartbeat is an update and skips the parse.
+	switch info.Verb {
+	case "list", "watch", "deletecollection":
+		q := query(r)
+		a.FieldSelector, a.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
+	}
+	return a
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/volume/persistentvolume"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/pvcprotection"
 	"github.com/nodeplane/nodeplane/internal/controller/volume/pvprotection"
+	"github.com/nodeplane/nodeplane/internal/loopback"
 	"github.com/nodeplane/nodeplane/internal/pki"
 	"github.com/nodeplane/nodeplane/internal/scheduler"
 )
@@ -185,16 +186,23 @@ func buildNodeIPAM(d controllerDeps) (*nodeipam.Controller, error) {
 }
 
 // controllerClient is the controllers' own client, and a metadata-only
-// client beside it: over the server's own HTTPS endpoint, as
-// system:kube-controller-manager (authz trusts it).
-func controllerClient(cluster *pki.Cluster, url string) (kubernetes.Interface, metadata.Interface, error) {
-	certPEM, keyPEM, err := cluster.IssueClientCert(authz.UserControllerManager, nil, 365*24*time.Hour)
+// client beside it, as system:kube-controller-manager (authz trusts it).
+// Its requests go through handler, the server's whole handler chain, in
+// process (package loopback): no TLS, socket or HTTP/2 framing, but the
+// same authentication, authorization, flow control and admission as over
+// HTTPS. url only names the server in the requests.
+func controllerClient(cluster *pki.Cluster, url string, handler http.Handler, log *slog.Logger) (kubernetes.Interface, metadata.Interface, error) {
+	certPEM, _, err := cluster.IssueClientCert(authz.UserControllerManager, nil, 365*24*time.Hour)
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller client certificate: %w", err)
 	}
+	transport, err := loopback.New(loopback.Config{Handler: handler, CertPEM: certPEM, Roots: cluster.CertPool(), Logger: log.With("component", "loopback")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller client: %w", err)
+	}
 	cfg := &rest.Config{
-		Host:            url,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cluster.CAPEM(), CertData: certPEM, KeyData: keyPEM},
+		Host:      url,
+		Transport: transport,
 		// The controllers run beside the API server; its in-flight limits (429)
 		// pace them, not a client-side rate limiter (a zone going dark means
 		// thousands of status writes and events in one pass).

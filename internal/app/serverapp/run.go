@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ctrl, err := s.buildControllerSet(url)
+	ctrl, err := s.buildControllerSet(url, handler)
 	if err == nil {
 		err = s.writeAdminKubeconfig(url)
 	}
@@ -436,9 +436,10 @@ func listen(addr string) (net.Listener, string, error) {
 }
 
 // buildControllerSet builds the controllers with their own client to the
-// server at url, and hands that client to the join server's takeover check.
-func (s *server) buildControllerSet(url string) (controllerSet, error) {
-	client, md, err := controllerClient(s.cluster, url)
+// server at url (served in process by handler), and hands that client to
+// the join server's takeover check.
+func (s *server) buildControllerSet(url string, handler http.Handler) (controllerSet, error) {
+	client, md, err := controllerClient(s.cluster, url, handler, s.log)
 	if err != nil {
 		return controllerSet{}, err
 	}

@@ -1,0 +1,291 @@
+package loopback
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nodeplane/nodeplane/internal/pki"
+)
+
+// newCluster is a real cluster CA in a temporary directory.
+func newCluster(t *testing.T) *pki.Cluster {
+	t.Helper()
+	c, err := pki.EnsureCluster(pki.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newTransport serves h as the holder of a certificate for cn issued by a
+// fresh cluster CA.
+func newTransport(t *testing.T, h http.Handler, maxBuffered int) *Transport {
+	t.Helper()
+	c := newCluster(t)
+	certPEM, _, err := c.IssueClientCert("system:kube-controller-manager", []string{"ops"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(Config{Handler: h, CertPEM: certPEM, Roots: c.CertPool(), MaxBuffered: maxBuffered})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// within fails the test unless ch is closed or receives before the deadline.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not happen within 10 s", what)
+		var zero T
+		return zero
+	}
+}
+
+func TestARequestReachesTheHandlerAsTheCertificatesHolder(t *testing.T) {
+	type seen struct {
+		method, uri, host, remote, ct, body, cn string
+		orgs                                    []string
+		proto                                   int
+	}
+	got := make(chan seen, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s := seen{method: r.Method, uri: r.RequestURI, host: r.Host, remote: r.RemoteAddr, ct: r.Header.Get("Content-Type"), body: string(b), proto: r.ProtoMajor}
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+			s.cn = r.TLS.VerifiedChains[0][0].Subject.CommonName
+			s.orgs = r.TLS.VerifiedChains[0][0].Subject.Organization
+		}
+		got <- s
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Length", "5")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "hello")
+	})
+	client := &http.Client{Transport: newTransport(t, h, 0)}
+	req, err := http.NewRequest(http.MethodPut, "https://127.0.0.1:6443/api/v1/namespaces/a/pods/p?timeout=10s&x=%2F", strings.NewReader("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusCreated || string(b) != "hello" || resp.Header.Get("Content-Type") != "text/plain" || resp.ContentLength != 5 {
+		t.Errorf("response: %d %q %q length %d, want 201 hello text/plain length 5", resp.StatusCode, b, resp.Header.Get("Content-Type"), resp.ContentLength)
+	}
+	s := <-got
+	want := seen{method: "PUT", uri: "/api/v1/namespaces/a/pods/p?timeout=10s&x=%2F", host: "127.0.0.1:6443", remote: RemoteAddr, ct: "application/json", body: "body", cn: "system:kube-controller-manager", proto: 2}
+	if s.method != want.method || s.uri != want.uri || s.host != want.host || s.remote != want.remote || s.ct != want.ct || s.body != want.body || s.cn != want.cn || s.proto != want.proto {
+		t.Errorf("handler saw %+v, want %+v", s, want)
+	}
+	if len(s.orgs) != 1 || s.orgs[0] != "ops" {
+		t.Errorf("groups %v, want [ops]", s.orgs)
+	}
+}
+
+func TestAStreamedResponseIsReadableBeforeTheHandlerReturns(t *testing.T) {
+	ended := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(ended)
+		_, _ = io.WriteString(w, "event 1\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // a watch: runs until the client goes
+	})
+	resp, err := (&http.Client{Transport: newTransport(t, h, 0)}).Get("https://server/watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := resp.Body.Read(buf)
+	if err != nil || string(buf[:n]) != "event 1\n" {
+		t.Fatalf("read %q, %v; want the first event", buf[:n], err)
+	}
+	select {
+	case <-ended:
+		t.Fatal("the handler ended before the client closed the body")
+	default:
+	}
+	_ = resp.Body.Close()
+	within(t, ended, "the handler ending after the body was closed")
+}
+
+func TestTheClientsContextEndingBeforeTheHeaderEndsTheRequest(t *testing.T) {
+	started, ended := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(ended)
+		close(started)
+		<-r.Context().Done()
+	})
+	tr := newTransport(t, h, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://server/slow", nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tr.RoundTrip(req)
+		errc <- err
+	}()
+	within(t, started, "the handler starting")
+	cancel()
+	if err := within(t, errc, "RoundTrip returning"); !errors.Is(err, context.Canceled) {
+		t.Errorf("RoundTrip: %v, want context.Canceled", err)
+	}
+	within(t, ended, "the handler ending")
+}
+
+func TestAHandlerThatPanicsFailsTheRequestAndNotTheServer(t *testing.T) {
+	tests := []struct {
+		name     string
+		before   bool // write a part of the body before the panic
+		wantBody string
+	}{
+		{name: "a panic before the header fails the round trip"},
+		{name: "a panic after part of the body ends the body with an error", before: true, wantBody: "part"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.before {
+					_, _ = io.WriteString(w, "part")
+				}
+				panic("boom")
+			})
+			resp, err := (&http.Client{Transport: newTransport(t, h, 0)}).Get("https://server/x")
+			if !tt.before {
+				if err == nil || !strings.Contains(err.Error(), "boom") {
+					t.Fatalf("Get: %v, want an error naming the panic", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err == nil || string(b) != tt.wantBody {
+				t.Errorf("body %q, %v; want %q and an error", b, err, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestAReaderThatDoesNotReadHoldsTheHandlersWritesAtTheLimit(t *testing.T) {
+	const limit, chunk = 1024, 512
+	var written atomic.Int64
+	writeErr := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := make([]byte, chunk)
+		for range 100 {
+			if _, err := w.Write(p); err != nil {
+				writeErr <- err
+				return
+			}
+			written.Add(chunk)
+		}
+		writeErr <- nil
+	})
+	resp, err := (&http.Client{Transport: newTransport(t, h, limit)}).Get("https://server/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handler gets to the limit, then no further over a bounded
+	// window, since nobody reads.
+	deadline := time.Now().Add(10 * time.Second)
+	for written.Load() < limit {
+		if time.Now().After(deadline) {
+			t.Fatalf("the handler wrote %d bytes, want it to reach %d", written.Load(), limit)
+		}
+		time.Sleep(time.Millisecond) // poll interval; the deadline bounds the wait
+	}
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		if n := written.Load(); n > limit+chunk {
+			t.Fatalf("the handler wrote %d bytes with nobody reading, want at most %d", n, limit+chunk)
+		}
+		time.Sleep(time.Millisecond) // poll interval of the bounded window
+	}
+	_ = resp.Body.Close()
+	if err := within(t, writeErr, "the handler's write failing after Close"); !errors.Is(err, errBodyClosed) {
+		t.Errorf("the waiting write returned %v, want %v", err, errBodyClosed)
+	}
+}
+
+func TestTheWriteDeadlineEndsAWriteWaitingForTheReader(t *testing.T) {
+	writeErr := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		p := make([]byte, 4096)
+		for {
+			if _, err := w.Write(p); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	})
+	resp, err := (&http.Client{Transport: newTransport(t, h, 1024)}).Get("https://server/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	err = within(t, writeErr, "the write failing at its deadline")
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("write error %v, want a time-out", err)
+	}
+}
+
+func TestAHeadResponseHasNoBody(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "3")
+		_, _ = io.WriteString(w, "abc")
+	})
+	resp, err := (&http.Client{Transport: newTransport(t, h, 0)}).Head("https://server/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || len(b) != 0 || resp.ContentLength != 3 {
+		t.Errorf("HEAD body %q, %v, length %d; want empty, nil, 3", b, err, resp.ContentLength)
+	}
+}
+
+func TestNewRefusesACertificateItCannotVerify(t *testing.T) {
+	ours, other := newCluster(t), newCluster(t)
+	foreign, _, err := other.IssueClientCert("system:kube-controller-manager", nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.NotFoundHandler()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{name: "a certificate from another CA", cfg: Config{Handler: h, CertPEM: foreign, Roots: ours.CertPool()}, want: "verify client certificate"},
+		{name: "no certificate", cfg: Config{Handler: h, CertPEM: []byte("not a certificate"), Roots: ours.CertPool()}, want: "no CERTIFICATE block"},
+		{name: "no handler", cfg: Config{CertPEM: foreign, Roots: other.CertPool()}, want: "no handler"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
