@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -178,8 +179,8 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 // TestWriteParamsWithoutQuery checks that the shortcut for a write
-// without a query answers what decoding and validating empty options
-// does.
+// without a query, or with only client-go's timeout, answers what decoding
+// and validating empty options does.
 func TestWriteParamsWithoutQuery(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -192,20 +193,46 @@ func TestWriteParamsWithoutQuery(t *testing.T) {
 		{"an apply without a query still needs a fieldManager", http.MethodPatch, "application/apply-patch+yaml"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest(tt.method, "/api/v1/nodes/n", nil)
-			r.Header.Set("Content-Type", tt.contentType)
-			got, gotErr := parseWriteParams(r)
-			// The same request with a query that decodes to empty options
-			// (unknown parameters are ignored) takes the long path.
-			r2 := httptest.NewRequest(tt.method, "/api/v1/nodes/n?unknownParameter=1", nil)
-			r2.Header.Set("Content-Type", tt.contentType)
-			want, wantErr := parseWriteParams(r2)
-			if got != want || (gotErr == nil) != (wantErr == nil) {
-				t.Fatalf("got %+v, %v; want %+v, %v", got, gotErr, want, wantErr)
-			}
-			if gotErr != nil && gotErr.Error() != wantErr.Error() {
-				t.Fatalf("got error %q, want %q", gotErr, wantErr)
+		for _, query := range []string{"", "?timeout=10s", "?timeout=10s&timeout=5s"} {
+			t.Run(tt.name+query, func(t *testing.T) {
+				r := httptest.NewRequest(tt.method, "/api/v1/nodes/n"+query, nil)
+				r.Header.Set("Content-Type", tt.contentType)
+				got, gotErr := parseWriteParams(r)
+				// The same request with a query that decodes to empty options
+				// (unknown parameters are ignored) takes the long path.
+				r2 := httptest.NewRequest(tt.method, "/api/v1/nodes/n?unknownParameter=1", nil)
+				r2.Header.Set("Content-Type", tt.contentType)
+				want, wantErr := parseWriteParams(r2)
+				if got != want || (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("got %+v, %v; want %+v, %v", got, gotErr, want, wantErr)
+				}
+				if gotErr != nil && gotErr.Error() != wantErr.Error() {
+					t.Fatalf("got error %q, want %q", gotErr, wantErr)
+				}
+			})
+		}
+	}
+}
+
+func TestOnlyTimeout(t *testing.T) {
+	tests := []struct {
+		query string
+		want  bool
+	}{
+		{"", true},
+		{"timeout=10s", true},
+		{"timeout=10s&timeout=1s", true},
+		{"timeout", true},
+		{"timeout=10s&dryRun=All", false},
+		{"dryRun=All&timeout=10s", false},
+		{"fieldValidation=Strict", false},
+		{"&", false},
+		{"time%6Fut=1s", false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%q has only a timeout: %v", tt.query, tt.want), func(t *testing.T) {
+			if got := onlyTimeout(tt.query); got != tt.want {
+				t.Errorf("onlyTimeout(%q) = %v, want %v", tt.query, got, tt.want)
 			}
 		})
 	}

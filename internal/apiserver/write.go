@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,7 @@ func parseWriteParams(r *http.Request) (writeParams, error) {
 	// are valid (a patch is not: an apply needs a fieldManager). This
 	// skips building empty options and validating them on every agent
 	// heartbeat.
-	if r.URL.RawQuery == "" && r.Method != http.MethodPatch {
+	if r.Method != http.MethodPatch && onlyTimeout(r.URL.RawQuery) {
 		return writeParams{fieldValidation: metav1.FieldValidationWarn}, nil
 	}
 	var (
@@ -91,6 +92,21 @@ func parseWriteParams(r *http.Request) (writeParams, error) {
 
 // decodeQuery decodes the request's query parameters into the options
 // struct opts; a value that does not parse is 400 BadRequest.
+// onlyTimeout reports whether a query is empty or has no parameter but
+// timeout, which client-go adds to every request of a client with a
+// timeout (a kubelet's heartbeats, for one) and which no write option
+// reads: such a write has the default options.
+func onlyTimeout(rawQuery string) bool {
+	for rest := rawQuery; rest != ""; {
+		var param string
+		param, rest, _ = strings.Cut(rest, "&")
+		if key, _, _ := strings.Cut(param, "="); key != "timeout" {
+			return false
+		}
+	}
+	return true
+}
+
 func decodeQuery(r *http.Request, opts runtime.Object) error {
 	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return apierrors.NewBadRequest(err.Error())
