@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -35,18 +36,9 @@ const DefaultMaxBuffered = 1 << 20
 const RemoteAddr = "loopback"
 
 var (
-	errBodyClosed    = errors.New("loopback: response body closed")
-	errAfterReturn   = errors.New("loopback: write after the handler returned")
-	errWriteDeadline = deadlineExceeded{}
+	errBodyClosed  = errors.New("loopback: response body closed")
+	errAfterReturn = errors.New("loopback: write after the handler returned")
 )
-
-// deadlineExceeded is the error of a write past its deadline; like
-// os.ErrDeadlineExceeded it reports Timeout.
-type deadlineExceeded struct{}
-
-func (deadlineExceeded) Error() string   { return "loopback: write deadline exceeded" }
-func (deadlineExceeded) Timeout() bool   { return true }
-func (deadlineExceeded) Temporary() bool { return true }
 
 // Config configures a Transport.
 type Config struct {
@@ -296,7 +288,7 @@ func (w *responseWriter) writableLocked() error {
 	case w.done:
 		return errAfterReturn
 	case !w.deadline.IsZero() && !time.Now().Before(w.deadline):
-		return errWriteDeadline
+		return os.ErrDeadlineExceeded // as a socket's write past its deadline
 	}
 	return nil
 }
@@ -310,7 +302,8 @@ func (w *responseWriter) Flush() {
 }
 
 // SetWriteDeadline is what http.ResponseController calls: a write waiting
-// for the reader past t fails.
+// for the reader past t fails. Like a socket's deadline, t is wall-clock
+// time, so it is compared with the real clock, not an injected one.
 func (w *responseWriter) SetWriteDeadline(t time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
