@@ -221,6 +221,7 @@ type responseWriter struct {
 	failed     error // the handler failed before sending the header
 	buf        []byte
 	off        int       // bytes of buf already read
+	flushed    int       // bytes of buf the reader may read (up to the last flush)
 	done       bool      // the handler returned
 	err        error     // the body's end when the handler did not return normally
 	closed     bool      // the client closed the body
@@ -255,9 +256,12 @@ func (w *responseWriter) commitLocked(code int) {
 	close(w.committed)
 }
 
-// Write implements http.ResponseWriter. It waits while more than the
-// buffer's limit is unread, until the client reads, closes the body, or the
-// write deadline passes.
+// Write implements http.ResponseWriter. Like a socket's buffered writer,
+// it does not wake the reader for every write: the reader gets the bytes
+// at a Flush, when wakeBytes are unread, or when the handler returns (a
+// watch writes its events one by one and flushes them together). It waits
+// while more than the buffer's limit is unread, until the client reads,
+// closes the body, or the write deadline passes.
 func (w *responseWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -266,6 +270,8 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 		if err := w.writableLocked(); err != nil {
 			return 0, err
 		}
+		w.flushed = len(w.buf) // the reader drains what is there
+		w.cond.Broadcast()
 		w.cond.Wait()
 	}
 	if err := w.writableLocked(); err != nil {
@@ -273,11 +279,23 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	}
 	if w.off > 0 && len(w.buf)+len(p) > cap(w.buf) {
 		n := copy(w.buf, w.buf[w.off:])
-		w.buf, w.off = w.buf[:n], 0
+		w.buf, w.flushed, w.off = w.buf[:n], w.flushed-w.off, 0
 	}
 	w.buf = append(w.buf, p...)
-	w.cond.Broadcast()
+	if len(w.buf)-w.off >= wakeBytes {
+		w.flushLocked()
+	}
 	return len(p), nil
+}
+
+// wakeBytes unread bytes wake the reader without a Flush.
+const wakeBytes = 32 << 10
+
+// flushLocked makes what was written readable and wakes the reader. mu is
+// held.
+func (w *responseWriter) flushLocked() {
+	w.flushed = len(w.buf)
+	w.cond.Broadcast()
 }
 
 // writableLocked says why nothing more can be written, or nil. mu is held.
@@ -293,11 +311,12 @@ func (w *responseWriter) writableLocked() error {
 	return nil
 }
 
-// Flush implements http.Flusher: the header goes out; written bytes are
-// readable as soon as they are written.
+// Flush implements http.Flusher: the header and what was written reach
+// the reader.
 func (w *responseWriter) Flush() {
 	w.mu.Lock()
 	w.commitLocked(http.StatusOK)
+	w.flushLocked()
 	w.mu.Unlock()
 }
 
@@ -338,7 +357,7 @@ func (w *responseWriter) finish(failure error) {
 		w.timer.Stop()
 		w.timer = nil
 	}
-	w.cond.Broadcast()
+	w.flushLocked()
 	w.mu.Unlock()
 	w.cancel()
 }
@@ -348,7 +367,7 @@ func (w *responseWriter) finish(failure error) {
 func (w *responseWriter) closeBody() {
 	w.mu.Lock()
 	w.closed = true
-	w.buf, w.off = nil, 0
+	w.buf, w.off, w.flushed = nil, 0, 0
 	w.cond.Broadcast()
 	w.mu.Unlock()
 	w.cancel()
@@ -363,17 +382,17 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	w := b.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.off == len(w.buf) && !w.done && !w.closed {
+	for w.off == w.flushed && !w.done && !w.closed {
 		w.cond.Wait()
 	}
 	switch {
 	case w.closed:
 		return 0, errBodyClosed
-	case w.off < len(w.buf):
-		n := copy(p, w.buf[w.off:])
+	case w.off < w.flushed:
+		n := copy(p, w.buf[w.off:w.flushed])
 		w.off += n
 		if w.off == len(w.buf) {
-			w.buf, w.off = w.buf[:0], 0
+			w.buf, w.off, w.flushed = w.buf[:0], 0, 0
 			if cap(w.buf) > maxKeptBuffer {
 				w.buf = nil // an idle watch keeps no large buffer
 			}

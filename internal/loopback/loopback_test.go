@@ -127,6 +127,40 @@ func TestAStreamedResponseIsReadableBeforeTheHandlerReturns(t *testing.T) {
 	within(t, ended, "the handler ending after the body was closed")
 }
 
+func TestWrittenBytesReachTheReaderAtTheFlush(t *testing.T) {
+	written, flush := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush() // the header
+		_, _ = io.WriteString(w, "event 1\n")
+		close(written)
+		<-flush
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	resp, err := (&http.Client{Transport: newTransport(t, h, 0)}).Get("https://server/watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	read := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := resp.Body.Read(buf)
+		read <- string(buf[:n])
+	}()
+	within(t, written, "the handler writing")
+	// Like a socket's buffered writer: nothing is read before the Flush.
+	select {
+	case got := <-read:
+		t.Fatalf("read %q before the handler flushed", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(flush)
+	if got := within(t, read, "the read after the Flush"); got != "event 1\n" {
+		t.Errorf("read %q, want the event", got)
+	}
+}
+
 func TestTheClientsContextEndingBeforeTheHeaderEndsTheRequest(t *testing.T) {
 	started, ended := make(chan struct{}), make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
