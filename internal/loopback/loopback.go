@@ -259,33 +259,37 @@ func (w *responseWriter) commitLocked(code int) {
 // Write implements http.ResponseWriter. Like a socket's buffered writer,
 // it does not wake the reader for every write: the reader gets the bytes
 // at a Flush, when wakeBytes are unread, or when the handler returns (a
-// watch writes its events one by one and flushes them together). It waits
-// while more than the buffer's limit is unread, until the client reads,
-// closes the body, or the write deadline passes.
+// watch writes its events one by one and flushes them together). At most
+// the buffer's limit is unread: a larger write goes in parts, each waiting
+// until the client reads, closes the body, or the write deadline passes.
 func (w *responseWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.commitLocked(http.StatusOK)
-	for len(w.buf)-w.off >= w.max {
-		if err := w.writableLocked(); err != nil {
-			return 0, err
+	written := 0
+	for len(p) > 0 {
+		for len(w.buf)-w.off >= w.max {
+			if err := w.writableLocked(); err != nil {
+				return written, err
+			}
+			w.flushLocked() // the reader drains what is there
+			w.cond.Wait()
 		}
-		w.flushed = len(w.buf) // the reader drains what is there
-		w.cond.Broadcast()
-		w.cond.Wait()
+		if err := w.writableLocked(); err != nil {
+			return written, err
+		}
+		part := p[:min(len(p), w.max-(len(w.buf)-w.off))]
+		if w.off > 0 && len(w.buf)+len(part) > cap(w.buf) {
+			n := copy(w.buf, w.buf[w.off:])
+			w.buf, w.flushed, w.off = w.buf[:n], w.flushed-w.off, 0
+		}
+		w.buf = append(w.buf, part...)
+		p, written = p[len(part):], written+len(part)
+		if len(w.buf)-w.off >= wakeBytes {
+			w.flushLocked()
+		}
 	}
-	if err := w.writableLocked(); err != nil {
-		return 0, err
-	}
-	if w.off > 0 && len(w.buf)+len(p) > cap(w.buf) {
-		n := copy(w.buf, w.buf[w.off:])
-		w.buf, w.flushed, w.off = w.buf[:n], w.flushed-w.off, 0
-	}
-	w.buf = append(w.buf, p...)
-	if len(w.buf)-w.off >= wakeBytes {
-		w.flushLocked()
-	}
-	return len(p), nil
+	return written, nil
 }
 
 // wakeBytes unread bytes wake the reader without a Flush.

@@ -260,6 +260,48 @@ func TestAReaderThatDoesNotReadHoldsTheHandlersWritesAtTheLimit(t *testing.T) {
 	}
 }
 
+func TestALargeWriteIsBufferedOnlyUpToTheLimit(t *testing.T) {
+	const limit = 4096
+	body := make([]byte, 256<<10)
+	for i := range body {
+		body[i] = byte(i % 251)
+	}
+	writers := make(chan *responseWriter, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writers <- w.(*responseWriter)
+		_, _ = w.Write(body) // one write of 64 times the limit
+	})
+	resp, err := (&http.Client{Transport: newTransport(t, h, limit)}).Get("https://server/list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	w := within(t, writers, "the handler starting")
+	// Read slowly, checking after each read that the writer holds no more
+	// than the limit unread.
+	var got []byte
+	buf := make([]byte, 1000)
+	for {
+		n, err := resp.Body.Read(buf)
+		got = append(got, buf[:n]...)
+		w.mu.Lock()
+		unread, capacity := len(w.buf)-w.off, cap(w.buf)
+		w.mu.Unlock()
+		if unread > limit || capacity > 2*limit {
+			t.Fatalf("%d bytes unread in a buffer of %d, want at most %d unread", unread, capacity, limit)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(got) != string(body) {
+		t.Errorf("read %d bytes, want the %d written, in order", len(got), len(body))
+	}
+}
+
 func TestTheWriteDeadlineEndsAWriteWaitingForTheReader(t *testing.T) {
 	writeErr := make(chan error, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
