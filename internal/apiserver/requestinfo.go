@@ -62,12 +62,12 @@ func parseResourcePath(r *http.Request, isNamespaced func(group, version, resour
 		// /api/v1/namespaces/<name> is the namespace object itself.
 		info.Namespace = ""
 	}
-	// As kube-apiserver reads a boolean parameter: present and neither
-	// "0" nor "false" (any case) is true.
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		// Only a read can be a watch: the query of a write is not parsed
-		// here (it is once, with the write's options).
+		// here (it is once, with the write's options). The watch parameter
+		// is read as kube-apiserver reads a boolean parameter: present and
+		// neither "0" nor "false" (any case) is true.
 		isWatch := watchPath
 		if v, ok := query(r)["watch"]; ok && len(v) > 0 {
 			isWatch = isWatch || (v[0] != "0" && !strings.EqualFold(v[0], "false"))

@@ -44,10 +44,10 @@ type writeParams struct {
 // unprintable characters, force on a patch that is not an apply) is 422
 // Invalid naming the options kind.
 func parseWriteParams(r *http.Request) (writeParams, error) {
-	// Without a query, create and update options are all defaults, which
-	// are valid (a patch is not: an apply needs a fieldManager). This
-	// skips building empty options and validating them on every agent
-	// heartbeat.
+	// Without a query (or with only client-go's timeout), create and
+	// update options are all defaults, which are valid (a patch is not: an
+	// apply needs a fieldManager). This skips building empty options and
+	// validating them on every agent heartbeat.
 	if r.Method != http.MethodPatch && onlyTimeout(r.URL.RawQuery) {
 		return writeParams{fieldValidation: metav1.FieldValidationWarn}, nil
 	}

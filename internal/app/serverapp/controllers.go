@@ -192,6 +192,7 @@ func buildNodeIPAM(d controllerDeps) (*nodeipam.Controller, error) {
 // same authentication, authorization, flow control and admission as over
 // HTTPS. url only names the server in the requests.
 func controllerClient(cluster *pki.Cluster, url string, handler http.Handler, log *slog.Logger) (kubernetes.Interface, metadata.Interface, error) {
+	// No handshake uses the key: the certificate is the requests' identity.
 	certPEM, _, err := cluster.IssueClientCert(authz.UserControllerManager, nil, 365*24*time.Hour)
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller client certificate: %w", err)
