@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/nodeplane/nodeplane/internal/pki"
@@ -128,37 +129,47 @@ func TestAStreamedResponseIsReadableBeforeTheHandlerReturns(t *testing.T) {
 }
 
 func TestWrittenBytesReachTheReaderAtTheFlush(t *testing.T) {
-	written, flush := make(chan struct{}), make(chan struct{})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.(http.Flusher).Flush() // the header
-		_, _ = io.WriteString(w, "event 1\n")
-		close(written)
-		<-flush
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+	synctest.Test(t, func(t *testing.T) {
+		flush := make(chan struct{}) // made in the bubble: waiting on it is durable
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.(http.Flusher).Flush() // the header
+			_, _ = io.WriteString(w, "event 1\n")
+			<-flush
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		})
+		tr := newTransport(t, h, 0)
+		resp, err := (&http.Client{Transport: tr}).Get("https://server/watch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		read := make(chan string, 1)
+		go func() {
+			buf := make([]byte, 64)
+			n, _ := resp.Body.Read(buf)
+			read <- string(buf[:n])
+		}()
+		// Every goroutine is blocked: the handler after its write, the
+		// reader waiting. Like a socket's buffered writer, nothing is read
+		// before the Flush.
+		synctest.Wait()
+		select {
+		case got := <-read:
+			t.Fatalf("read %q before the handler flushed", got)
+		default:
+		}
+		close(flush)
+		synctest.Wait()
+		select {
+		case got := <-read:
+			if got != "event 1\n" {
+				t.Errorf("read %q, want the event", got)
+			}
+		default:
+			t.Fatal("nothing read after the Flush")
+		}
 	})
-	resp, err := (&http.Client{Transport: newTransport(t, h, 0)}).Get("https://server/watch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	read := make(chan string, 1)
-	go func() {
-		buf := make([]byte, 64)
-		n, _ := resp.Body.Read(buf)
-		read <- string(buf[:n])
-	}()
-	within(t, written, "the handler writing")
-	// Like a socket's buffered writer: nothing is read before the Flush.
-	select {
-	case got := <-read:
-		t.Fatalf("read %q before the handler flushed", got)
-	case <-time.After(100 * time.Millisecond):
-	}
-	close(flush)
-	if got := within(t, read, "the read after the Flush"); got != "event 1\n" {
-		t.Errorf("read %q, want the event", got)
-	}
 }
 
 func TestTheClientsContextEndingBeforeTheHeaderEndsTheRequest(t *testing.T) {
@@ -222,42 +233,43 @@ func TestAHandlerThatPanicsFailsTheRequestAndNotTheServer(t *testing.T) {
 
 func TestAReaderThatDoesNotReadHoldsTheHandlersWritesAtTheLimit(t *testing.T) {
 	const limit, chunk = 1024, 512
-	var written atomic.Int64
-	writeErr := make(chan error, 1)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := make([]byte, chunk)
-		for range 100 {
-			if _, err := w.Write(p); err != nil {
-				writeErr <- err
-				return
+	synctest.Test(t, func(t *testing.T) {
+		var written atomic.Int64
+		writeErr := make(chan error, 1)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := make([]byte, chunk)
+			for range 100 {
+				if _, err := w.Write(p); err != nil {
+					writeErr <- err
+					return
+				}
+				written.Add(chunk)
 			}
-			written.Add(chunk)
+			writeErr <- nil
+		})
+		tr := newTransport(t, h, limit)
+		resp, err := (&http.Client{Transport: tr}).Get("https://server/big")
+		if err != nil {
+			t.Fatal(err)
 		}
-		writeErr <- nil
+		defer resp.Body.Close()
+		// Nobody reads: once every goroutine is blocked, the handler has
+		// written exactly up to the limit and waits in its next write.
+		synctest.Wait()
+		if n := written.Load(); n != limit {
+			t.Fatalf("the handler wrote %d bytes with nobody reading, want %d", n, limit)
+		}
+		_ = resp.Body.Close()
+		synctest.Wait()
+		select {
+		case err := <-writeErr:
+			if !errors.Is(err, errBodyClosed) {
+				t.Errorf("the waiting write returned %v, want %v", err, errBodyClosed)
+			}
+		default:
+			t.Fatal("the handler's write still waits after Close")
+		}
 	})
-	resp, err := (&http.Client{Transport: newTransport(t, h, limit)}).Get("https://server/big")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The handler gets to the limit, then no further over a bounded
-	// window, since nobody reads.
-	deadline := time.Now().Add(10 * time.Second)
-	for written.Load() < limit {
-		if time.Now().After(deadline) {
-			t.Fatalf("the handler wrote %d bytes, want it to reach %d", written.Load(), limit)
-		}
-		time.Sleep(time.Millisecond) // poll interval; the deadline bounds the wait
-	}
-	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
-		if n := written.Load(); n > limit+chunk {
-			t.Fatalf("the handler wrote %d bytes with nobody reading, want at most %d", n, limit+chunk)
-		}
-		time.Sleep(time.Millisecond) // poll interval of the bounded window
-	}
-	_ = resp.Body.Close()
-	if err := within(t, writeErr, "the handler's write failing after Close"); !errors.Is(err, errBodyClosed) {
-		t.Errorf("the waiting write returned %v, want %v", err, errBodyClosed)
-	}
 }
 
 func TestALargeWriteIsBufferedOnlyUpToTheLimit(t *testing.T) {
