@@ -102,8 +102,9 @@ type Server struct {
 	// ordered group versions for discovery
 	groups     []groupInfo
 	namespaces *resourceHandler
-	// stopping is closed when the server stops: long-running requests end.
-	stopping chan struct{}
+	// stopCtx is canceled when the server stops: long-running requests end.
+	stopCtx  context.Context
+	stopping context.CancelFunc
 	// watchMu orders watch registration against Stop (WaitGroup.Add must
 	// not race Wait).
 	watchMu sync.Mutex
@@ -151,8 +152,8 @@ func New(cfg Config) (*Server, error) {
 		resources: map[schema.GroupVersionResource]*resourceHandler{},
 		reviews:   map[schema.GroupVersionResource]*resourceHandler{},
 		usage:     map[schema.GroupVersionResource]*resourceHandler{},
-		stopping:  make(chan struct{}),
 	}
+	s.stopCtx, s.stopping = context.WithCancel(context.Background())
 	codec := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 	storesByPrefix := map[string]*store.Store{}
 	groupVersions := map[string]sets.Set[string]{}
@@ -272,7 +273,7 @@ func (s *Server) Stop() {
 	s.watchMu.Lock()
 	if !s.stopped {
 		s.stopped = true
-		close(s.stopping)
+		s.stopping()
 	}
 	s.watchMu.Unlock()
 	s.watches.Wait()
@@ -338,9 +339,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := s.cfg.Clock.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	h.serve(rec, r, info)
 	if s.cfg.Metrics != nil {
-		s.cfg.Metrics.observe(info, h.r, rec.code, s.cfg.Clock.Since(start))
+		rec.done = func() { s.cfg.Metrics.observe(info, h.r, rec.code, s.cfg.Clock.Since(start)) }
+	}
+	h.serve(rec, r, info)
+	// A parked watch (watchstream.go) calls done when it ends.
+	if !rec.parked && rec.done != nil {
+		rec.done()
 	}
 }
 
@@ -445,6 +450,10 @@ type statusRecorder struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
+	// done records the request's metrics, once its response is complete:
+	// when the handler returns, or, for a parked watch, when it ends.
+	done   func()
+	parked bool
 }
 
 func (s *statusRecorder) WriteHeader(code int) {

@@ -98,79 +98,46 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 		writeError(w, r, err, gr, "")
 		return
 	}
-	defer watcher.Stop()
 	if !h.s.beginWatch() {
+		watcher.Stop()
 		writeStatus(w, r, statusOf(apierrors.NewServiceUnavailable("the server is shutting down")))
 		return
 	}
-	defer h.s.watches.Done()
 	if h.s.cfg.Metrics != nil {
 		h.s.cfg.Metrics.watchStarted(h.r)
-		defer h.s.cfg.Metrics.watchEnded(h.r)
 	}
-
-	ww := newWatchWriter(w, h, r, f)
-	for _, ev := range initial {
-		if err := ww.write(ev); err != nil {
-			return
-		}
+	ws := &watchStream{
+		h:       h,
+		ctx:     r.Context(),
+		ww:      newWatchWriter(w, h, r, f),
+		watcher: watcher,
+		// The flush delay batches writes; like a connection deadline it is
+		// wall-clock I/O pacing, not logic: the real clock, not cfg.Clock,
+		// so that a server on a fake clock still delivers its events.
+		flushes: flushPacer{delay: h.s.cfg.WatchFlushDelay, clock: clock.RealClock{}},
 	}
-	if opts.InitialState && p.opts.SendInitialEvents != nil {
-		if err := ww.writeBookmark(snapshotRV, true); err != nil {
-			return
-		}
+	if !ws.writeInitial(initial, opts.InitialState && p.opts.SendInitialEvents != nil, snapshotRV) {
+		ws.end()
+		return
 	}
-	ww.flush()
-
-	timer := h.s.cfg.Clock.NewTimer(timeout)
-	defer timer.Stop()
-	// The flush delay batches writes; like a connection deadline it is
-	// wall-clock I/O pacing, not logic: the real clock, not cfg.Clock, so
-	// that a server on a fake clock still delivers its events.
-	flushes := flushPacer{delay: h.s.cfg.WatchFlushDelay, clock: clock.RealClock{}}
-	defer flushes.stop()
-	var batch []store.Event
-	for {
-		select {
-		case <-watcher.Ready():
-			var ended bool
-			// Everything queued is written before one flush.
-			batch, ended = watcher.Next(batch)
-			for _, ev := range batch {
-				if err := ww.write(ev); err != nil {
-					return
-				}
-			}
-			if ended {
-				ww.flush()
-				return
-			}
-			if len(batch) > 0 && flushes.now() {
-				ww.flush()
-			}
-		case <-flushes.due():
-			flushes.fired()
-			ww.flush()
-		case <-timer.C():
-			ww.flush()
-			return
-		case <-r.Context().Done():
-			return
-		case <-h.s.stopping:
-			ww.flush()
-			return
-		}
+	if parkWatch(w, ws, timeout) {
+		return
 	}
+	defer ws.end()
+	ws.serve(timeout)
 }
 
 // flushPacer spaces a watch stream's flushes at least delay apart. Written
 // events wait in the response buffer for the next flush, at most delay.
 type flushPacer struct {
 	delay   time.Duration
-	clock   clock.Clock
+	clock   clock.WithDelayedExecution
 	last    time.Time   // the last flush
 	timer   clock.Timer // armed while written events wait for a flush
 	pending bool
+	// onDue, when set, is called when a delayed flush is due, instead of
+	// due() firing (a parked watch has no goroutine to wait on a channel).
+	onDue func()
 }
 
 // now says whether to flush at once; if not, a flush is due by due().
@@ -184,9 +151,12 @@ func (p *flushPacer) now() bool {
 	t := p.clock.Now()
 	if wait := p.delay - t.Sub(p.last); wait > 0 {
 		p.pending = true
-		if p.timer == nil {
+		switch {
+		case p.timer == nil && p.onDue != nil:
+			p.timer = p.clock.AfterFunc(wait, p.onDue)
+		case p.timer == nil:
 			p.timer = p.clock.NewTimer(wait)
-		} else {
+		default:
 			p.timer.Reset(wait)
 		}
 		return false
@@ -197,7 +167,7 @@ func (p *flushPacer) now() bool {
 
 // due fires when a delayed flush is due (never while none is pending).
 func (p *flushPacer) due() <-chan time.Time {
-	if !p.pending {
+	if !p.pending || p.onDue != nil {
 		return nil
 	}
 	return p.timer.C()
@@ -207,6 +177,11 @@ func (p *flushPacer) due() <-chan time.Time {
 func (p *flushPacer) fired() {
 	p.pending = false
 	p.last = p.clock.Now()
+	if p.onDue != nil {
+		// A fired AfterFunc timer is not reset but replaced: fake clocks
+		// cannot fire one twice.
+		p.timer = nil
+	}
 }
 
 func (p *flushPacer) stop() {

@@ -63,4 +63,35 @@ func TestFlushPacer(t *testing.T) {
 			t.Error("a flush is pending")
 		}
 	})
+
+	t.Run("with onDue a delayed flush calls it at the delay and never fires due()", func(t *testing.T) {
+		p, clk := newPacer(5 * time.Millisecond)
+		calls := 0
+		p.onDue = func() { calls++ }
+		p.now()
+		clk.Step(time.Millisecond)
+		if p.now() {
+			t.Fatal("second flush 1 ms after the first went out at once")
+		}
+		if p.due() != nil {
+			t.Fatal("due() is armed although onDue is set")
+		}
+		clk.Step(3 * time.Millisecond)
+		if calls != 0 {
+			t.Fatal("onDue called 1 ms early")
+		}
+		clk.Step(time.Millisecond)
+		if calls != 1 {
+			t.Fatalf("onDue called %d times at the delay, want once", calls)
+		}
+		p.fired()
+		clk.Step(time.Millisecond)
+		if p.now() || calls != 1 {
+			t.Fatal("after the delayed flush: want the next flush delayed again and no call yet")
+		}
+		clk.Step(4 * time.Millisecond)
+		if calls != 2 {
+			t.Fatalf("onDue called %d times in all, want the re-armed timer to call it again", calls)
+		}
+	})
 }

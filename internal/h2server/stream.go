@@ -25,7 +25,10 @@ type stream struct {
 	req    *http.Request
 	cancel context.CancelFunc
 
-	// The handler's side, touched only by the handler's goroutine.
+	// The handler's side, touched only by the handler's goroutine (after
+	// Park, by whoever writes the parked response, one at a time).
+	parked        bool
+	finish        sync.Once
 	header        http.Header
 	status        int
 	wroteHeader   bool
@@ -41,6 +44,7 @@ type stream struct {
 	body          *body // nil when the request has no body
 	remoteClosed  bool  // END_STREAM received
 	reset         bool
+	ended         bool // the stream is released: nothing more is sent
 	readDeadline  time.Time
 	writeDeadline time.Time
 }
@@ -94,7 +98,7 @@ func (st *stream) waitLocked(deadline time.Time) {
 // A write deadline that has passed resets the stream. c.mu is held.
 func (st *stream) writableLocked() error {
 	switch {
-	case st.reset:
+	case st.reset, st.ended:
 		return errStreamReset
 	case st.c.closed:
 		return errConnClosed
@@ -234,7 +238,7 @@ func (c *conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, error) {
 	}, nil
 }
 
-// run serves the request and ends the stream.
+// run serves the request and ends the stream, unless the handler parked it.
 func (st *stream) run() {
 	defer func() {
 		if v := recover(); v != nil {
@@ -245,14 +249,34 @@ func (st *stream) run() {
 			st.end(true)
 			return
 		}
-		st.end(false)
+		if !st.parked {
+			st.end(false)
+		}
 	}()
 	st.c.handler.ServeHTTP(st, st.req)
 }
 
+// Park lets the handler return before its response is complete, so that a
+// long, mostly idle response (a watch) holds no goroutine while it waits.
+// After Park the response goes on: its writer is used from any goroutine,
+// one at a time, and finish must be called exactly once when it is
+// complete (aborted: the stream is reset instead of ended cleanly). The
+// request's context stays live until then, and is canceled, as for a
+// running handler, when the client resets the stream or the connection
+// closes; the stream keeps counting against MaxConcurrentStreams.
+func (st *stream) Park() (finish func(aborted bool)) {
+	st.parked = true
+	return st.end
+}
+
 // end finishes the response (or, aborted, resets the stream) and releases
-// the stream.
+// the stream. Only the first call counts: a handler that panics after
+// parking ends its stream then, and the parked finish does nothing.
 func (st *stream) end(aborted bool) {
+	st.finish.Do(func() { st.endOnce(aborted) })
+}
+
+func (st *stream) endOnce(aborted bool) {
 	if !aborted && !st.wroteHeader {
 		st.WriteHeader(http.StatusOK)
 	}
@@ -275,6 +299,7 @@ func (st *stream) end(aborted bool) {
 	if c.streams[st.id] == st {
 		delete(c.streams, st.id)
 	}
+	st.ended = true
 	c.running--
 	if c.goingAway && c.running == 0 {
 		c.drainCloseLocked()

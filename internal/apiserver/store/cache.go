@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -510,6 +511,8 @@ type Watcher struct {
 	mu     sync.Mutex
 	queue  []Event // guarded by mu
 	closed bool    // guarded by mu: no more events will be queued
+
+	notify atomic.Pointer[func()] // set by Notify: called instead of signalling ready
 }
 
 // maxKeptQueue is the largest queue capacity a watcher keeps between
@@ -535,8 +538,19 @@ func (w *Watcher) Next(buf []Event) (events []Event, ended bool) {
 	return events, ended
 }
 
+// Notify makes the watcher call f, instead of signalling Ready, whenever
+// events are queued or the watch ends, so that a consumer needs no
+// goroutine waiting on it. f runs with the cache locked: it must return
+// promptly and must not call into the store. Events queued before Notify
+// are not announced again: call Next once after it.
+func (w *Watcher) Notify(f func()) { w.notify.Store(&f) }
+
 // signal wakes the consumer without blocking.
 func (w *Watcher) signal() {
+	if f := w.notify.Load(); f != nil {
+		(*f)()
+		return
+	}
 	select {
 	case w.ready <- struct{}{}:
 	default:
