@@ -337,14 +337,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, r, notFoundPath())
 		return
 	}
-	start := s.cfg.Clock.Now()
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	if s.cfg.Metrics != nil {
-		rec.done = func() { s.cfg.Metrics.observe(info, h.r, rec.code, s.cfg.Clock.Since(start)) }
-	}
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, h: h, info: info, start: s.cfg.Clock.Now()}
 	h.serve(rec, r, info)
 	// A parked watch (watchstream.go) calls done when it ends.
-	if !rec.parked && rec.done != nil {
+	if !rec.parked {
 		rec.done()
 	}
 }
@@ -450,10 +446,19 @@ type statusRecorder struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
-	// done records the request's metrics, once its response is complete:
-	// when the handler returns, or, for a parked watch, when it ends.
-	done   func()
-	parked bool
+	parked      bool // a parked watch: done is called when it ends
+
+	h     *resourceHandler
+	info  requestInfo
+	start time.Time
+}
+
+// done records the request's metrics once its response is complete: when
+// the handler returns, or, for a parked watch, when it ends.
+func (s *statusRecorder) done() {
+	if m := s.h.s.cfg.Metrics; m != nil {
+		m.observe(s.info, s.h.r, s.code, s.h.s.cfg.Clock.Since(s.start))
+	}
 }
 
 func (s *statusRecorder) WriteHeader(code int) {

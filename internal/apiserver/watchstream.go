@@ -160,9 +160,7 @@ func parkWatch(w http.ResponseWriter, ws *watchStream, timeout time.Duration) bo
 	rec.parked = true
 	p := &parkedWatch{ws: ws, finish: func() {
 		finish(false)
-		if rec.done != nil {
-			rec.done()
-		}
+		rec.done()
 	}}
 	// Until the first run below, wake-ups only mark the watch to run again.
 	p.state.Store(parkRunning)
