@@ -110,6 +110,7 @@ type Server struct {
 	watchMu sync.Mutex
 	stopped bool
 	watches sync.WaitGroup
+	parked  map[*parkedWatch]struct{} // guarded by watchMu: woken by Stop
 	stores  []*store.Store
 }
 
@@ -274,9 +275,29 @@ func (s *Server) Stop() {
 	if !s.stopped {
 		s.stopped = true
 		s.stopping()
+		for p := range s.parked {
+			p.wake()
+		}
 	}
 	s.watchMu.Unlock()
 	s.watches.Wait()
+}
+
+// addParked registers a parked watch for Stop to wake; one parked after
+// Stop sees the server stopped on its first look.
+func (s *Server) addParked(p *parkedWatch) {
+	s.watchMu.Lock()
+	if s.parked == nil {
+		s.parked = map[*parkedWatch]struct{}{}
+	}
+	s.parked[p] = struct{}{}
+	s.watchMu.Unlock()
+}
+
+func (s *Server) removeParked(p *parkedWatch) {
+	s.watchMu.Lock()
+	delete(s.parked, p)
+	s.watchMu.Unlock()
 }
 
 // beginWatch registers a long-running watch; false once the server stops.

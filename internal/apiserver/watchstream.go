@@ -117,7 +117,7 @@ func (ws *watchStream) serve(timeout time.Duration) {
 // response is written from any goroutine, one at a time, and finish ends
 // it.
 type parker interface {
-	Park() (finish func(aborted bool))
+	Park(onReset func()) (finish func(aborted bool))
 }
 
 // parkedWatch is a watchStream without a goroutine of its own.
@@ -129,9 +129,7 @@ type parkedWatch struct {
 	timedOut atomic.Bool
 	flushNow atomic.Bool
 
-	timer      clock.Timer // the watch's timeout
-	stopCtx    func() bool // stops the request context's wake-up
-	stopServer func() bool // stops the server stop's wake-up
+	timer clock.Timer // the watch's timeout
 }
 
 const (
@@ -156,14 +154,17 @@ func parkWatch(w http.ResponseWriter, ws *watchStream, timeout time.Duration) bo
 	if !ok {
 		return false
 	}
-	finish := pk.Park()
-	rec.parked = true
-	p := &parkedWatch{ws: ws, finish: func() {
-		finish(false)
-		rec.done()
-	}}
+	p := &parkedWatch{ws: ws}
 	// Until the first run below, wake-ups only mark the watch to run again.
 	p.state.Store(parkRunning)
+	// The client's reset or the connection's end wakes the watch through
+	// the stream itself (a context.AfterFunc per watch cost ~0.5 KB).
+	finish := pk.Park(p.wake)
+	rec.parked = true
+	p.finish = func() {
+		finish(false)
+		rec.done()
+	}
 	ws.flushes.onDue = func() {
 		p.flushNow.Store(true)
 		p.wake()
@@ -172,10 +173,10 @@ func parkWatch(w http.ResponseWriter, ws *watchStream, timeout time.Duration) bo
 		p.timedOut.Store(true)
 		p.wake()
 	})
-	p.stopCtx = context.AfterFunc(ws.ctx, p.wake)
-	p.stopServer = context.AfterFunc(ws.h.s.stopCtx, p.wake)
+	ws.h.s.addParked(p)
 	ws.watcher.Notify(p.wake)
-	// Events queued before Notify are not announced: look once.
+	// What happened before the wake-ups were in place (events queued, the
+	// server stopped, the client left) is seen by this first look.
 	go p.run()
 	return true
 }
@@ -234,8 +235,7 @@ func (p *parkedWatch) step() (over bool) {
 
 func (p *parkedWatch) end() {
 	p.timer.Stop()
-	p.stopCtx()
-	p.stopServer()
+	p.ws.h.s.removeParked(p)
 	p.ws.end()
 	p.finish()
 }

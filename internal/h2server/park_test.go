@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ type parked struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	finish func(aborted bool)
+	reset  <-chan struct{} // closed when Park's onReset is called
 }
 
 // parkingHandler parks every request after writing and flushing "head\n",
@@ -24,16 +26,18 @@ type parked struct {
 // returned.
 func parkingHandler() (http.Handler, <-chan parked) {
 	ch := make(chan parked, 10)
-	inner := func(w http.ResponseWriter, r *http.Request) func(bool) {
+	inner := func(w http.ResponseWriter, r *http.Request, onReset func()) func(bool) {
 		fmt.Fprintln(w, "head")
 		w.(http.Flusher).Flush()
-		return w.(interface{ Park() func(bool) }).Park()
+		return w.(interface{ Park(func()) func(bool) }).Park(onReset)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		finish := inner(w, r)
+		reset := make(chan struct{})
+		var once sync.Once
+		finish := inner(w, r, func() { once.Do(func() { close(reset) }) })
 		// Handed over from a goroutine that starts after this handler has
 		// returned its stream to the server (run's deferred end ran).
-		go func() { ch <- parked{w: w, r: r, finish: finish} }()
+		go func() { ch <- parked{w: w, r: r, finish: finish, reset: reset} }()
 	}), ch
 }
 
@@ -79,6 +83,11 @@ func TestAParkedResponseGoesOnAfterItsHandlerReturns(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("finish did not end the request's context")
 	}
+	select {
+	case <-p.reset:
+		t.Fatal("a clean finish called onReset")
+	default:
+	}
 	p.finish(false) // a second finish does nothing
 	if _, err := p.w.Write([]byte("late")); err == nil {
 		if err := p.w.(interface{ FlushError() error }).FlushError(); err == nil {
@@ -104,6 +113,11 @@ func TestAClientThatCancelsEndsAParkedRequestsContext(t *testing.T) {
 	case <-p.r.Context().Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the client's reset did not cancel the parked request's context")
+	}
+	select {
+	case <-p.reset:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's reset did not call Park's onReset")
 	}
 	fmt.Fprintln(p.w, "late")
 	if err := p.w.(interface{ FlushError() error }).FlushError(); err == nil {

@@ -29,6 +29,7 @@ type stream struct {
 	// Park, by whoever writes the parked response, one at a time).
 	parked        bool
 	finish        sync.Once
+	onReset       func() // set by Park: called when the stream is reset
 	header        http.Header
 	status        int
 	wroteHeader   bool
@@ -71,6 +72,9 @@ func (st *stream) resetLocked() {
 	}
 	st.reset = true
 	st.cancel()
+	if st.onReset != nil {
+		st.onReset()
+	}
 }
 
 // waitLocked waits on the connection's cond, at most until deadline when it
@@ -258,14 +262,24 @@ func (st *stream) run() {
 
 // Park lets the handler return before its response is complete, so that a
 // long, mostly idle response (a watch) holds no goroutine while it waits.
-// After Park the response goes on: its writer is used from any goroutine,
-// one at a time, and finish must be called exactly once when it is
-// complete (aborted: the stream is reset instead of ended cleanly). The
-// request's context stays live until then, and is canceled, as for a
-// running handler, when the client resets the stream or the connection
-// closes; the stream keeps counting against MaxConcurrentStreams.
-func (st *stream) Park() (finish func(aborted bool)) {
+// It must be the handler's last use of the writer. After Park the response
+// goes on: its writer is used from any goroutine, one at a time, and finish
+// must be called when it is complete (aborted: the stream is reset instead
+// of ended cleanly; later calls do nothing). The request's context stays
+// live until then, and is canceled, as for a running handler, when the
+// client resets the stream or the connection closes — onReset, if not nil,
+// is called then too (it must not block: it runs with the connection
+// locked), which spares the owner a context.AfterFunc per stream. The
+// stream keeps counting against MaxConcurrentStreams until finished.
+func (st *stream) Park(onReset func()) (finish func(aborted bool)) {
+	st.c.mu.Lock()
 	st.parked = true
+	st.onReset = onReset
+	reset := st.reset
+	st.c.mu.Unlock()
+	if reset && onReset != nil {
+		onReset()
+	}
 	return st.end
 }
 

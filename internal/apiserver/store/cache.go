@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +45,50 @@ type progressRequester interface {
 
 type entry struct {
 	obj    runtime.Object
-	fields fields.Set
+	fields fieldSet
+}
+
+// newEntry caches obj with its field-selector fields.
+func (c *cache) newEntry(obj runtime.Object) *entry {
+	return &entry{obj: obj, fields: compactFields(c.s.cfg.Fields(obj))}
+}
+
+// fieldSet is a cached object's field-selector fields as a short slice
+// sorted by name. A fields.Set is a map: about 1 KB per cached object for
+// two or three fields, kept for every object and every version in the
+// history; the slice is about 100 bytes.
+type fieldSet []fieldPair
+
+type fieldPair struct{ name, value string }
+
+func compactFields(m fields.Set) fieldSet {
+	f := make(fieldSet, 0, len(m))
+	for k, v := range m {
+		f = append(f, fieldPair{k, v})
+	}
+	slices.SortFunc(f, func(a, b fieldPair) int { return strings.Compare(a.name, b.name) })
+	return f
+}
+
+// Has implements fields.Fields.
+func (f fieldSet) Has(name string) bool {
+	_, ok := f.lookup(name)
+	return ok
+}
+
+// Get implements fields.Fields: the value, or "" when there is no such field.
+func (f fieldSet) Get(name string) string {
+	v, _ := f.lookup(name)
+	return v
+}
+
+func (f fieldSet) lookup(name string) (string, bool) {
+	for _, p := range f {
+		if p.name == name {
+			return p.value, true
+		}
+	}
+	return "", false
 }
 
 // event is one change in the cache's history.
@@ -242,7 +287,7 @@ func (c *cache) load(ctx context.Context) (int64, error) {
 			if err != nil {
 				return 0, err
 			}
-			objects[kv.Key] = &entry{obj: obj, fields: c.s.cfg.Fields(obj)}
+			objects[kv.Key] = c.newEntry(obj)
 		}
 		if !res.More || len(res.Items) == 0 {
 			break
@@ -318,7 +363,7 @@ func (c *cache) apply(ev storage.Event) error {
 		if err != nil {
 			return err
 		}
-		e.cur = &entry{obj: obj, fields: c.s.cfg.Fields(obj)}
+		e.cur = c.newEntry(obj)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -368,13 +413,13 @@ func (c *cache) dispatchLocked(e *event) {
 	for field, byValue := range c.indexed {
 		var cur, prev string
 		if e.cur != nil {
-			cur = e.cur.fields[field]
+			cur = e.cur.fields.Get(field)
 			for w := range byValue[cur] {
 				w.offer(e)
 			}
 		}
 		if e.prev != nil {
-			prev = e.prev.fields[field]
+			prev = e.prev.fields.Get(field)
 			if e.cur == nil || prev != cur {
 				for w := range byValue[prev] {
 					w.offer(e)

@@ -257,7 +257,7 @@ func (p Predicate) everything() bool {
 }
 
 // Matches reports whether obj (with its precomputed fields) is selected.
-func (p Predicate) matches(obj runtime.Object, f fields.Set) bool {
+func (p Predicate) matches(obj runtime.Object, f fields.Fields) bool {
 	if p.Label != nil && !p.Label.Empty() {
 		accessor, err := meta.Accessor(obj)
 		if err != nil {
