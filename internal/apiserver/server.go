@@ -35,6 +35,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/registry"
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
+	"github.com/nodeplane/nodeplane/internal/intern"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
@@ -156,6 +157,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.stopCtx, s.stopping = context.WithCancel(context.Background())
 	codec := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	// The watch caches keep one copy of the strings a fleet's Nodes repeat.
+	shared := intern.NewTable(0)
 	storesByPrefix := map[string]*store.Store{}
 	groupVersions := map[string]sets.Set[string]{}
 	var groupOrder []string
@@ -181,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 				Codec:         codec,
 				Fields:        base.AllFields,
 				IndexedFields: base.IndexedFields,
+				Intern:        shared.Object,
 				HistorySize:   cfg.HistorySize,
 				Clock:         cfg.Clock,
 				Logger:        cfg.Logger,

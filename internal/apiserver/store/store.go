@@ -44,6 +44,10 @@ type Config struct {
 	// IndexedFields are fields (from Fields) whose exact-match selectors are
 	// indexed for watch fan-out, e.g. "metadata.name", "spec.nodeName".
 	IndexedFields []string
+	// Intern, when set, is given every object decoded from storage before
+	// anyone else sees it, to share the strings objects repeat
+	// (internal/intern).
+	Intern func(obj any)
 	// HistorySize is how many recent events the watch cache keeps for
 	// watchers resuming from a resourceVersion (default 10000).
 	HistorySize int
@@ -131,6 +135,9 @@ func (s *Store) decode(data []byte, rev int64) (runtime.Object, error) {
 	}
 	if err := setRV(out, rev); err != nil {
 		return nil, err
+	}
+	if s.cfg.Intern != nil {
+		s.cfg.Intern(out)
 	}
 	return out, nil
 }

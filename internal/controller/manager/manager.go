@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeplane/nodeplane/internal/intern"
 )
 
 // Controller is one control loop.
@@ -139,9 +141,17 @@ func Run(ctx context.Context, cfg Config) error {
 
 // runTerm starts every controller on fresh informers and waits for ctx.
 func runTerm(ctx context.Context, cfg Config) {
+	// The informers keep one copy of the strings a fleet's Nodes repeat
+	// (internal/intern): the values are unchanged, so an object written
+	// back from the cache is the same object.
+	shared := intern.NewTable(0)
 	term := &Term{
-		Informers: informers.NewSharedInformerFactory(cfg.Client, cfg.ResyncPeriod),
-		Since:     cfg.Clock.Now(),
+		Informers: informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.ResyncPeriod,
+			informers.WithTransform(func(obj any) (any, error) {
+				shared.Object(obj)
+				return obj, nil
+			})),
+		Since: cfg.Clock.Now(),
 	}
 	var names []string
 	var ready []Controller

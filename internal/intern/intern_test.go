@@ -1,0 +1,134 @@
+package intern
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// decodedNode returns node i as a decoder would: every string its own copy.
+func decodedNode(i int) *corev1.Node {
+	own := func(s string) string { return strings.Clone(s) }
+	name := fmt.Sprintf("node-%d", i)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: own(name),
+			Labels: map[string]string{
+				own("kubernetes.io/hostname"):      own(name),
+				own("topology.kubernetes.io/zone"): own("eu-west-1a"),
+			},
+			Annotations: map[string]string{own("csi.volume.kubernetes.io/nodeid"): own(fmt.Sprintf(`{"x":"%d"}`, i))},
+		},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: own("node.kubernetes.io/unreachable"), Effect: corev1.TaintEffectNoExecute}}},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeConditionType(own("Ready")), Status: corev1.ConditionStatus(own("True")),
+				Reason: own("KubeletReady"), Message: own("kubelet is posting ready status")}},
+			Images:   []corev1.ContainerImage{{Names: []string{own("registry.k8s.io/pause:3.10")}, SizeBytes: 1}},
+			NodeInfo: corev1.NodeSystemInfo{MachineID: own(fmt.Sprintf("m%d", i)), KernelVersion: own("6.1.112"), OSImage: own("Debian 12")},
+		},
+	}
+}
+
+func same(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+func TestNodesShareTheStringsTheyRepeat(t *testing.T) {
+	tbl := NewTable(0)
+	a, b := decodedNode(1), decodedNode(2)
+	wantA, wantB := a.DeepCopy(), b.DeepCopy()
+	tbl.Object(a)
+	tbl.Object(b)
+	if !reflect.DeepEqual(a, wantA) || !reflect.DeepEqual(b, wantB) {
+		t.Fatal("interning changed a value")
+	}
+	for _, tt := range []struct {
+		name   string
+		ga, gb string
+		shared bool
+	}{
+		{"an image name is shared", a.Status.Images[0].Names[0], b.Status.Images[0].Names[0], true},
+		{"a condition message is shared", a.Status.Conditions[0].Message, b.Status.Conditions[0].Message, true},
+		{"a condition type is shared", string(a.Status.Conditions[0].Type), string(b.Status.Conditions[0].Type), true},
+		{"a kernel version is shared", a.Status.NodeInfo.KernelVersion, b.Status.NodeInfo.KernelVersion, true},
+		{"a zone label's value is shared", a.Labels["topology.kubernetes.io/zone"], b.Labels["topology.kubernetes.io/zone"], true},
+		{"a taint key is shared", a.Spec.Taints[0].Key, b.Spec.Taints[0].Key, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := same(tt.ga, tt.gb); got != tt.shared {
+				t.Errorf("%q and %q share their bytes: %v, want %v", tt.ga, tt.gb, got, tt.shared)
+			}
+		})
+	}
+	var keyA, keyB string
+	for k := range a.Labels {
+		if k == "topology.kubernetes.io/zone" {
+			keyA = k
+		}
+	}
+	for k := range b.Labels {
+		if k == "topology.kubernetes.io/zone" {
+			keyB = k
+		}
+	}
+	if !same(keyA, keyB) {
+		t.Error("a label key is not shared")
+	}
+	// Unique values never enter the table: names, the hostname label's
+	// value, annotation values, machine IDs.
+	for _, unique := range []string{"node-1", "node-2", `{"x":"1"}`, "m1"} {
+		tbl.mu.RLock()
+		_, in := tbl.m[unique]
+		tbl.mu.RUnlock()
+		if in {
+			t.Errorf("the unique value %q is in the table", unique)
+		}
+	}
+}
+
+func TestATableStopsGrowingAtItsBound(t *testing.T) {
+	tbl := NewTable(3)
+	for i := range 10 {
+		s := fmt.Sprintf("value-%d", i)
+		if got := tbl.String(s); got != s {
+			t.Fatalf("String(%q) = %q", s, got)
+		}
+	}
+	if n := tbl.Len(); n != 3 {
+		t.Fatalf("the table holds %d strings, want its bound 3", n)
+	}
+	first := strings.Clone("value-0")
+	if !same(tbl.String(first), tbl.String("value-0")) || same(tbl.String(first), first) {
+		t.Error("a string kept before the bound is not handed out")
+	}
+}
+
+func TestObjectsOfOtherKindsAreLeftAsTheyAre(t *testing.T) {
+	tbl := NewTable(0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "x"}}}
+	want := pod.DeepCopy()
+	tbl.Object(pod)
+	tbl.Object(nil)
+	if !reflect.DeepEqual(pod, want) || tbl.Len() != 0 {
+		t.Errorf("a Pod was touched (table holds %d strings)", tbl.Len())
+	}
+}
+
+// BenchmarkInternNode is the cost of sharing a Node's strings once the table
+// holds them (the decode path of the watch cache and the informers).
+func BenchmarkInternNode(b *testing.B) {
+	tbl := NewTable(0)
+	nodes := make([]*corev1.Node, 1000)
+	for i := range nodes {
+		nodes[i] = decodedNode(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		n := nodes[i%len(nodes)].DeepCopy()
+		tbl.Node(n)
+	}
+}
