@@ -54,9 +54,15 @@ func (t *Table) String(s string) string {
 	}
 	t.mu.RLock()
 	v, ok := t.m[s]
+	full := len(t.m) >= t.max
 	t.mu.RUnlock()
 	if ok {
 		return v
+	}
+	if full {
+		// A full table is not locked for writing again: the strings that
+		// filled it are the ones shared, the rest stay their objects' own.
+		return s
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
