@@ -29,7 +29,6 @@ type stream struct {
 	// Park, by whoever writes the parked response, one at a time).
 	parked        bool
 	finish        sync.Once
-	onReset       func() // set by Park: called when the stream is reset
 	header        http.Header
 	status        int
 	wroteHeader   bool
@@ -45,7 +44,8 @@ type stream struct {
 	body          *body // nil when the request has no body
 	remoteClosed  bool  // END_STREAM received
 	reset         bool
-	ended         bool // the stream is released: nothing more is sent
+	ended         bool   // the stream is released: nothing more is sent
+	onReset       func() // set by Park: called when the stream is reset
 	readDeadline  time.Time
 	writeDeadline time.Time
 }
