@@ -362,11 +362,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, r, notFoundPath())
 		return
 	}
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, h: h, info: info, start: s.cfg.Clock.Now()}
+	start := s.cfg.Clock.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	h.serve(rec, r, info)
-	// A parked watch (watchstream.go) calls done when it ends.
-	if !rec.parked {
-		rec.done()
+	// A parked watch (watchstream.go) is counted when it ends.
+	if s.cfg.Metrics != nil && !rec.parked {
+		s.cfg.Metrics.observe(info, h.r, rec.code, s.cfg.Clock.Since(start))
 	}
 }
 
@@ -471,19 +472,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
-	parked      bool // a parked watch: done is called when it ends
-
-	h     *resourceHandler
-	info  requestInfo
-	start time.Time
-}
-
-// done records the request's metrics once its response is complete: when
-// the handler returns, or, for a parked watch, when it ends.
-func (s *statusRecorder) done() {
-	if m := s.h.s.cfg.Metrics; m != nil {
-		m.observe(s.info, s.h.r, s.code, s.h.s.cfg.Clock.Since(s.start))
-	}
+	parked      bool // a parked watch: it records its metrics when it ends
 }
 
 func (s *statusRecorder) WriteHeader(code int) {

@@ -120,7 +120,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 		ws.end()
 		return
 	}
-	if parkWatch(w, ws, timeout) {
+	if parkWatch(w, ws, info, timeout) {
 		return
 	}
 	defer ws.end()

@@ -141,7 +141,7 @@ const (
 // parkWatch parks ws when the response writer allows it and the server's
 // clock can run functions later; it reports whether it did, and then owns
 // ws (and its end).
-func parkWatch(w http.ResponseWriter, ws *watchStream, timeout time.Duration) bool {
+func parkWatch(w http.ResponseWriter, ws *watchStream, info requestInfo, timeout time.Duration) bool {
 	rec, ok := w.(*statusRecorder)
 	if !ok {
 		return false
@@ -163,7 +163,10 @@ func parkWatch(w http.ResponseWriter, ws *watchStream, timeout time.Duration) bo
 	rec.parked = true
 	p.finish = func() {
 		finish(false)
-		rec.done()
+		if m := ws.h.s.cfg.Metrics; m != nil {
+			// A watch's duration is not observed, only its count and code.
+			m.observe(info, ws.h.r, rec.code, 0)
+		}
 	}
 	ws.flushes.onDue = func() {
 		p.flushNow.Store(true)

@@ -131,18 +131,26 @@ func goroutinesIn(fn string) int {
 	return n
 }
 
-// waitGoroutinesIn polls (every 10 ms, at most 10 s) until the count of
-// goroutines in fn is want.
-func waitGoroutinesIn(t *testing.T, fn string, want int) {
+// eventually polls cond (every 10 ms, at most 10 s) and fails with what
+// unless it comes true: the server ends watches and their goroutines
+// asynchronously, over real sockets, so there is no event to wait on.
+func eventually(t *testing.T, cond func() bool, what func() string) {
 	t.Helper()
-	var n int
 	for range 1000 {
-		if n = goroutinesIn(fn); n == want {
+		if cond() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval of a bounded wait
 	}
-	t.Fatalf("%d goroutines in %s, want %d", n, fn, want)
+	t.Fatal(what())
+}
+
+// waitGoroutinesIn waits until the count of goroutines in fn is want.
+func waitGoroutinesIn(t *testing.T, fn string, want int) {
+	t.Helper()
+	var n int
+	eventually(t, func() bool { n = goroutinesIn(fn); return n == want },
+		func() string { return fmt.Sprintf("%d goroutines in %s, want %d", n, fn, want) })
 }
 
 func TestWatchesOverHTTP2HoldNoGoroutineWhileIdle(t *testing.T) {
@@ -191,15 +199,8 @@ func TestWatchesOverHTTP2HoldNoGoroutineWhileIdle(t *testing.T) {
 			// The clients go away: every watch ends, its metrics are
 			// recorded once, and nothing is left running.
 			cancel()
-			for range 1000 {
-				if metricValue(open) == 0 {
-					break
-				}
-				time.Sleep(10 * time.Millisecond) // poll interval of a bounded wait
-			}
-			if got := metricValue(open); got != 0 {
-				t.Fatalf("%v watches still open after their clients left", got)
-			}
+			eventually(t, func() bool { return metricValue(open) == 0 },
+				func() string { return fmt.Sprintf("%v watches still open after their clients left", metricValue(open)) })
 			if got := metricValue(m.requests.WithLabelValues("WATCH", "", "v1", "configmaps", "", "namespace", "200")); got != watches {
 				t.Errorf("%v watch requests counted, want %d", got, watches)
 			}
