@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
@@ -89,6 +90,9 @@ type responseFormat struct {
 	kind outputKind
 	// tableVersion is "v1" or "v1beta1" for Table output.
 	metaVersion string
+	// table is the request's table options (includeObject), for Table
+	// output: read once, so that a long watch keeps no request.
+	table metav1.TableOptions
 }
 
 // negotiate picks the response format for an object response. Tables and

@@ -75,7 +75,11 @@ func (h *resourceHandler) writeObject(w http.ResponseWriter, r *http.Request, co
 		writeStatus(w, r, notAcceptable("only application/json, application/yaml and application/vnd.kubernetes.protobuf are supported"))
 		return
 	}
-	out, err := h.transform(r, obj, f, true)
+	if err := f.readTableOptions(r); err != nil {
+		writeError(w, r, err, h.r.GroupResource(), "")
+		return
+	}
+	out, err := h.transform(obj, f, true)
 	if err != nil {
 		writeError(w, r, err, h.r.GroupResource(), "")
 		return
@@ -84,13 +88,10 @@ func (h *resourceHandler) writeObject(w http.ResponseWriter, r *http.Request, co
 }
 
 // transform renders obj in the negotiated output kind.
-func (h *resourceHandler) transform(r *http.Request, obj runtime.Object, f responseFormat, headers bool) (runtime.Object, error) {
+func (h *resourceHandler) transform(obj runtime.Object, f responseFormat, headers bool) (runtime.Object, error) {
 	switch f.kind {
 	case outputTable:
-		opts, err := tableOptions(r)
-		if err != nil {
-			return nil, err
-		}
+		opts := f.table
 		table, err := h.r.Printer.ToTable(obj, h.s.cfg.Clock.Now(), headers)
 		if err != nil {
 			return nil, err
@@ -119,6 +120,17 @@ func (h *resourceHandler) transform(r *http.Request, obj runtime.Object, f respo
 		}
 	}
 	return obj, nil
+}
+
+// readTableOptions reads the request's table options when f is Table
+// output.
+func (f *responseFormat) readTableOptions(r *http.Request) error {
+	if f.kind != outputTable {
+		return nil
+	}
+	var err error
+	f.table, err = tableOptions(r)
+	return err
 }
 
 // tableOptions reads includeObject (None, Metadata or Object; empty means

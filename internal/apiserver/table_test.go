@@ -78,12 +78,18 @@ func TestTableIncludeObject(t *testing.T) {
 		})
 	}
 
-	t.Run("an unknown includeObject is 400", func(t *testing.T) {
-		resp := doRaw(t, h, http.MethodGet, "/api/v1/nodes?includeObject=Everything", "", tableAccept, "")
-		if st := resp.status(t); resp.code != http.StatusBadRequest || st.Reason != metav1.StatusReasonBadRequest || !strings.Contains(st.Message, "includeObject") {
-			t.Errorf("got %d %s, want 400 naming includeObject", resp.code, resp.body)
-		}
-	})
+	for _, path := range []string{"/api/v1/nodes", "/api/v1/nodes?watch=true&timeoutSeconds=5"} {
+		t.Run("an unknown includeObject is 400 on "+path, func(t *testing.T) {
+			sep := "?"
+			if strings.Contains(path, "?") {
+				sep = "&"
+			}
+			resp := doRaw(t, h, http.MethodGet, path+sep+"includeObject=Everything", "", tableAccept, "")
+			if st := resp.status(t); resp.code != http.StatusBadRequest || st.Reason != metav1.StatusReasonBadRequest || !strings.Contains(st.Message, "includeObject") {
+				t.Errorf("got %d %s, want 400 naming includeObject", resp.code, resp.body)
+			}
+		})
+	}
 
 	t.Run("a watch with includeObject=Object sends whole nodes in Table events", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

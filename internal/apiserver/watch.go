@@ -82,6 +82,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 		// YAML has no stream form, so a YAML client gets JSON lines.
 		f.info = serializerFor(mediaJSON)
 	}
+	if err := f.readTableOptions(r); err != nil {
+		writeError(w, r, err, gr, "")
+		return
+	}
 	timeout := h.s.cfg.MinWatchTimeout + time.Duration(rand.Int64N(int64(h.s.cfg.MinWatchTimeout)))
 	if p.opts.TimeoutSeconds != nil && *p.opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*p.opts.TimeoutSeconds) * time.Second
@@ -91,7 +95,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 	if err != nil {
 		if errors.Is(err, store.ErrExpired) {
 			// Like kube-apiserver: 200 and an in-stream ERROR event with 410.
-			ww := newWatchWriter(w, h, r, f)
+			ww := newWatchWriter(w, h, f)
 			ww.writeStatusEvent(toStatus(err, gr, ""))
 			return
 		}
@@ -109,7 +113,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 	ws := &watchStream{
 		h:       h,
 		ctx:     r.Context(),
-		ww:      newWatchWriter(w, h, r, f),
+		ww:      newWatchWriter(w, h, f),
 		watcher: watcher,
 		// The flush delay batches writes; like a connection deadline it is
 		// wall-clock I/O pacing, not logic: the real clock, not cfg.Clock,
@@ -209,14 +213,13 @@ func fieldsAnd(p listParams, name, value string) (fields.Selector, error) {
 type watchWriter struct {
 	w       http.ResponseWriter
 	h       *resourceHandler
-	r       *http.Request
 	f       responseFormat
 	started bool
 	first   bool
 }
 
-func newWatchWriter(w http.ResponseWriter, h *resourceHandler, r *http.Request, f responseFormat) *watchWriter {
-	return &watchWriter{w: w, h: h, r: r, f: f, first: true}
+func newWatchWriter(w http.ResponseWriter, h *resourceHandler, f responseFormat) *watchWriter {
+	return &watchWriter{w: w, h: h, f: f, first: true}
 }
 
 func (ww *watchWriter) start() {
@@ -252,7 +255,7 @@ func (ww *watchWriter) write(ev store.Event) error {
 		obj = obj.DeepCopyObject()
 		obj.GetObjectKind().SetGroupVersionKind(ww.h.r.GVK())
 	}
-	out, err := ww.h.transform(ww.r, obj, ww.f, ww.first)
+	out, err := ww.h.transform(obj, ww.f, ww.first)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"golang.org/x/net/http2"
 )
@@ -176,5 +178,60 @@ func TestShutdownWaitsForParkedResponses(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown did not return after the parked response finished")
+	}
+}
+
+func TestAParkedStreamKeepsNeitherItsRequestNorItsSentHeaders(t *testing.T) {
+	type handedOver struct {
+		w      http.ResponseWriter
+		ctx    context.Context
+		finish func(bool)
+		req    weak.Pointer[http.Request]
+	}
+	ch := make(chan handedOver, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintln(w, "head")
+		w.(http.Flusher).Flush()
+		finish := w.(interface{ Park(func()) func(bool) }).Park(nil)
+		// What a parked watch keeps: the writer and the request's context.
+		ch <- handedOver{w: w, ctx: r.Context(), finish: finish, req: weak.Make(r)}
+	})
+	url, client, _ := startServer(t, Config{}, h)
+	resp, err := client.Get(url + "/watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/plain" {
+		t.Fatalf("Content-Type %q: the headers set before the flush were not sent", ct)
+	}
+	var p handedOver
+	select {
+	case p = <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request was parked within 10 s")
+	}
+	defer p.finish(false)
+	if hdr := p.w.(*stream).header; hdr != nil {
+		t.Fatalf("the parked stream keeps its sent headers: %v", hdr)
+	}
+	// The request (with its header map and URL) is garbage once the
+	// handler has returned; its context lives on.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.req.Value() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the parked stream's request is still reachable 10 s after its handler returned")
+		}
+		runtime.GC()
+	}
+	if err := p.ctx.Err(); err != nil {
+		t.Fatalf("the request's context ended while the response is parked: %v", err)
+	}
+	fmt.Fprintln(p.w, "tail")
+	p.w.(http.Flusher).Flush()
+	line := make([]byte, len("head\ntail\n"))
+	if _, err := io.ReadFull(resp.Body, line); err != nil || string(line) != "head\ntail\n" {
+		t.Fatalf("body %q, %v", line, err)
 	}
 }

@@ -255,7 +255,11 @@ func (st *stream) run() {
 		}
 		if !st.parked {
 			st.end(false)
+			return
 		}
+		// A parked response goes on without its handler: the request is
+		// not needed any more (its context lives on in whoever parked it).
+		st.req = nil
 	}()
 	st.c.handler.ServeHTTP(st, st.req)
 }
@@ -445,6 +449,9 @@ func (st *stream) sendLocked(end bool) error {
 		}
 		c.appendResponseHeadersLocked(st, end && len(st.buf) == 0)
 		st.sentHeader = true
+		// Sent headers cannot change: a long response (a parked watch)
+		// need not keep their map.
+		st.header = nil
 		if end && len(st.buf) == 0 {
 			return nil
 		}
