@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 func TestStartEmbeddedRejectsInvalidConfig(t *testing.T) {
@@ -231,4 +233,31 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestRaftEntriesKeptForFollowersDependOnTheCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  EmbeddedConfig
+		want uint64
+	}{
+		{"a single member keeps a hundred", EmbeddedConfig{}, 100},
+		{"a member of a three-member cluster keeps etcd's default", EmbeddedConfig{
+			PeerURL:        "http://127.0.0.1:23801",
+			InitialCluster: "a=http://127.0.0.1:23801,b=http://127.0.0.1:23802,c=http://127.0.0.1:23803",
+			Name:           "a",
+		}, 5000},
+		{"an explicit count wins", EmbeddedConfig{SnapshotCatchUpEntries: 777}, 777},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Dir = t.TempDir()
+			ecfg, _, _, _, err := tc.cfg.withDefaults().etcdConfig(zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ecfg.SnapshotCatchUpEntries != tc.want {
+				t.Fatalf("SnapshotCatchUpEntries %d, want %d", ecfg.SnapshotCatchUpEntries, tc.want)
+			}
+		})
+	}
 }
