@@ -99,11 +99,19 @@ func (t *Table) Node(n *corev1.Node) {
 		}
 		n.Annotations = a
 	}
+	n.Spec.Taints = exact(n.Spec.Taints)
 	for i := range n.Spec.Taints {
 		tn := &n.Spec.Taints[i]
 		tn.Key, tn.Value = t.String(tn.Key), t.String(tn.Value)
 	}
 	st := &n.Status
+	// The decoder grows these by appending (five conditions sit in room
+	// for eight, nine images in room for sixteen): about 600 bytes of
+	// spare capacity per Node, kept for as long as the Node is.
+	st.Conditions = exact(st.Conditions)
+	st.Images = exact(st.Images)
+	st.Addresses = exact(st.Addresses)
+	st.VolumesAttached = exact(st.VolumesAttached)
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		c.Type = corev1.NodeConditionType(t.String(string(c.Type)))
@@ -124,6 +132,14 @@ func (t *Table) Node(n *corev1.Node) {
 	ni.KubeProxyVersion = t.String(ni.KubeProxyVersion)
 	ni.OperatingSystem = t.String(ni.OperatingSystem)
 	ni.Architecture = t.String(ni.Architecture)
+}
+
+// exact returns s in an array of its own length.
+func exact[T any](s []T) []T {
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 // labels returns a copy of l with shared keys and values (the hostname

@@ -134,3 +134,43 @@ func BenchmarkInternNode(b *testing.B) {
 		tbl.Node(nodes[i%len(nodes)])
 	}
 }
+
+func TestADecodedNodeKeepsNoSpareRoomInItsLists(t *testing.T) {
+	n := decodedNode(1)
+	for _, typ := range []corev1.NodeConditionType{"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"} {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: typ, Status: corev1.ConditionFalse})
+	}
+	for i := range 8 {
+		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{fmt.Sprintf("img-%d", i)}, SizeBytes: int64(i)})
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: "node-1"}, {Type: corev1.NodeInternalDNS, Address: "node-1.internal"}}
+	raw, err := n.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.Node
+	if err := got.Unmarshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	if cap(got.Status.Conditions) == len(got.Status.Conditions) {
+		t.Fatalf("the decoder left no spare room (%d conditions in %d): the case this guards against is gone", len(got.Status.Conditions), cap(got.Status.Conditions))
+	}
+	want := got.DeepCopy()
+	NewTable(0).Object(&got)
+	if !reflect.DeepEqual(&got, want) {
+		t.Fatal("trimming changed a value")
+	}
+	for _, l := range []struct {
+		name     string
+		len, cap int
+	}{
+		{"conditions", len(got.Status.Conditions), cap(got.Status.Conditions)},
+		{"images", len(got.Status.Images), cap(got.Status.Images)},
+		{"addresses", len(got.Status.Addresses), cap(got.Status.Addresses)},
+		{"taints", len(got.Spec.Taints), cap(got.Spec.Taints)},
+	} {
+		if l.cap != l.len {
+			t.Errorf("%s: %d in room for %d", l.name, l.len, l.cap)
+		}
+	}
+}
