@@ -7,17 +7,19 @@
 // every write between them over channels, and writes a response's HEADERS
 // and DATA with separate write(2) calls. For a lease renewal (a few hundred
 // bytes each way) that machinery cost about half of the server's CPU
-// (docs/performance.md). Here a connection has one working goroutine, which
-// reads frames and starts handlers (net/http's goroutine for the connection
-// only waits for it, on a small stack); a handler frames its own response into the
+// (docs/performance.md). Here a connection has one goroutine, which reads
+// frames and starts handlers; a handler frames its own response into the
 // connection's outgoing buffer, and whichever goroutine finds the buffer
 // unflushed writes it, so a response is one write(2), and the responses of
 // several streams finishing together share one. An idle connection holds no
 // write buffer.
 //
-// It is plugged into an http.Server through TLSNextProto["h2"]; HTTP/1.1
-// stays with net/http. What it does not do: server push, trailers, and
-// request priorities (all optional in HTTP/2; Kubernetes clients use none).
+// Serve accepts the connections itself: it runs the TLS handshakes, serves
+// those that chose h2 and hands the others to an http.Server (HTTP/1.1).
+// Attach plugs it into an http.Server through TLSNextProto["h2"] instead,
+// which keeps net/http's goroutine of each connection waiting. What it
+// does not do: server push, trailers, and request priorities (all optional
+// in HTTP/2; Kubernetes clients use none).
 package h2server
 
 import (
@@ -98,12 +100,14 @@ func (c *Config) defaults() {
 	}
 }
 
-// Server serves HTTP/2 connections handed to it by ServeConn.
+// Server serves HTTP/2 connections: those it accepts itself (Serve) or
+// those net/http hands it (Attach, ServeConn).
 type Server struct {
 	cfg Config
 
 	mu           sync.Mutex
 	conns        map[*conn]struct{}
+	active       sync.WaitGroup // one per tracked connection
 	shuttingDown bool
 	sweeping     bool
 	stopSweep    chan struct{}
@@ -138,6 +142,24 @@ func (s *Server) Attach(hs *http.Server, h http.Handler) {
 // h2) is done, and returns when it is closed and its handlers have
 // returned.
 func (s *Server) ServeConn(hs *http.Server, tc *tls.Conn, h http.Handler) {
+	// The TLS handshake before this call grew the calling goroutine's
+	// stack (to 16 KB with a client certificate), and a reader blocked
+	// deep in crypto/tls uses too much of it for the collector to shrink
+	// it. So the connection is read on a goroutine of its own, whose stack
+	// grows only to what reading needs, while this one waits on a shallow
+	// stack that does shrink: about 4 KB less per connection (measured in
+	// docs/performance.md). Serve does without the waiting goroutine.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.serveTLS(hs, tc, h)
+	}()
+	<-done
+}
+
+// serveTLS serves one HTTP/2 connection on the calling goroutine until it
+// is closed and its handlers have returned.
+func (s *Server) serveTLS(hs *http.Server, tc *tls.Conn, h http.Handler) {
 	ctx := context.WithValue(context.Background(), http.ServerContextKey, hs)
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, tc.LocalAddr())
 	c := newConn(s, tc, h, ctx)
@@ -146,27 +168,45 @@ func (s *Server) ServeConn(hs *http.Server, tc *tls.Conn, h http.Handler) {
 		return
 	}
 	defer s.untrack(c)
-	// The TLS handshake before this call grew the calling goroutine's
-	// stack (to 16 KB with a client certificate), and a reader blocked
-	// deep in crypto/tls uses too much of it for the collector to shrink
-	// it. So the connection is read on a goroutine of its own, whose stack
-	// grows only to what reading needs, while this one waits on a shallow
-	// stack that does shrink: about 4 KB less per connection (measured in
-	// docs/performance.md).
+	defer func() {
+		// As net/http does for the connection's goroutine: a panic ends
+		// the connection, not the process.
+		if v := recover(); v != nil {
+			s.cfg.Logger.Error("panic serving an HTTP/2 connection", "remote", c.remote, "panic", v, "stack", string(debug.Stack()))
+			_ = tc.Close()
+		}
+	}()
+	c.serve()
+}
+
+// wait waits until every connection has ended, or ctx has.
+func (s *Server) wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
-		defer close(done)
-		defer func() {
-			// As net/http does for the connection's own goroutine: a
-			// panic ends the connection, not the process.
-			if v := recover(); v != nil {
-				s.cfg.Logger.Error("panic serving an HTTP/2 connection", "remote", c.remote, "panic", v, "stack", string(debug.Stack()))
-				_ = tc.Close()
-			}
-		}()
-		c.serve()
+		s.active.Wait()
+		close(done)
 	}()
-	<-done
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// closeAll closes every connection at once.
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		c.closeLocked()
+		c.mu.Unlock()
+	}
 }
 
 // Shutdown sends GOAWAY on every connection: each finishes the requests it
@@ -198,6 +238,7 @@ func (s *Server) track(c *conn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.active.Add(1)
 	if !s.sweeping {
 		s.sweeping = true
 		go s.sweep()
@@ -209,6 +250,7 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.active.Done()
 }
 
 // sweep closes idle connections: one with no stream whose last frame came

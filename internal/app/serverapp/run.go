@@ -471,9 +471,16 @@ func (s *server) writeAdminKubeconfig(url string) error {
 	return nil
 }
 
+// httpServer is what stops serving: an *http.Server, or one whose HTTP/2
+// connections internal/h2server accepts (h2server.Serving).
+type httpServer interface {
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
 // serve serves handler over TLS on ln, short requests on warm workers;
 // the channel receives the error that ends serving.
-func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-chan error) {
+func (s *server) serve(ln net.Listener, handler http.Handler) (httpServer, <-chan error) {
 	workers := apiserver.NewWarmWorkers(warmWorkers)
 	srv := &http.Server{
 		Handler:   workers.Handler(handler),
@@ -486,17 +493,18 @@ func (s *server) serve(ln net.Listener, handler http.Handler) (*http.Server, <-c
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	if s.opts.HTTP2Server == HTTP2Nodeplane {
-		// Its handler goroutines start on the warm workers directly.
-		h2server.New(h2server.Config{
+		// Its handler goroutines start on the warm workers directly; it
+		// runs the TLS handshakes and hands net/http the HTTP/1.1
+		// connections.
+		return h2server.New(h2server.Config{
 			MaxConcurrentStreams: uint32(s.opts.HTTP2MaxStreamsPerConnection),
 			PrefaceTimeout:       srv.ReadHeaderTimeout,
 			IdleTimeout:          srv.IdleTimeout,
 			Go:                   workers.GoServe,
 			Logger:               s.log.With("component", "http2"),
-		}).Attach(srv, handler)
-	} else {
-		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.opts.HTTP2MaxStreamsPerConnection}
+		}).Serve(srv, ln, handler)
 	}
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.opts.HTTP2MaxStreamsPerConnection}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
 	return srv, serveErr
@@ -542,7 +550,7 @@ func (s *server) wait(ctx context.Context, serveErr <-chan error, ctrlDone <-cha
 
 // shutdown ends watches, then lets in-flight requests finish, all within
 // timeout; past it, every connection is closed.
-func shutdown(srv *http.Server, api *apiserver.Server, timeout time.Duration, log *slog.Logger) {
+func shutdown(srv httpServer, api *apiserver.Server, timeout time.Duration, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	watchesEnded := make(chan struct{})
