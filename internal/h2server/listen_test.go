@@ -1,7 +1,6 @@
 package h2server
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -180,28 +179,7 @@ func TestServeKeepsOneGoroutinePerHTTP2Connection(t *testing.T) {
 func TestServingShutdownWaitsForParkedResponses(t *testing.T) {
 	h, ch := parkingHandler()
 	sv := startServing(t, Config{}, h)
-	resp, err := sv.h2.Get(sv.url + "/watch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := receive(t, ch)
-	shutdownDone := make(chan error, 1)
-	go func() { shutdownDone <- sv.v.Shutdown(context.Background()) }()
-	select {
-	case err := <-shutdownDone:
-		t.Fatalf("Shutdown returned (%v) while a parked response was open", err)
-	case <-time.After(200 * time.Millisecond): // a bounded window in which Shutdown must not return
-	}
-	p.finish(false)
-	select {
-	case err := <-shutdownDone:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown did not return after the parked response finished")
-	}
+	checkShutdownWaits(t, parkOne(t, sv.h2, sv.url, ch), sv.v.Shutdown)
 	select {
 	case err := <-sv.errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -218,19 +196,14 @@ func TestServingShutdownWaitsForParkedResponses(t *testing.T) {
 func TestServingCloseEndsHTTP2Connections(t *testing.T) {
 	h, ch := parkingHandler()
 	sv := startServing(t, Config{}, h)
-	resp, err := sv.h2.Get(sv.url + "/watch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := receive(t, ch)
+	p := parkOne(t, sv.h2, sv.url, ch)
 	defer p.finish(false)
 	if err := sv.v.Close(); err != nil {
 		t.Fatal(err)
 	}
 	read := make(chan error, 1)
 	go func() {
-		_, err := io.ReadAll(resp.Body)
+		_, err := io.ReadAll(p.resp.Body)
 		read <- err
 	}()
 	select {

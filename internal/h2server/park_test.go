@@ -21,6 +21,7 @@ type parked struct {
 	r      *http.Request
 	finish func(aborted bool)
 	reset  <-chan struct{} // closed when Park's onReset is called
+	resp   *http.Response  // the client's side (parkOne)
 }
 
 // parkingHandler parks every request after writing and flushing "head\n",
@@ -154,17 +155,26 @@ func TestAParkedStreamCountsAgainstTheStreamLimitUntilFinished(t *testing.T) {
 	receive(t, ch).finish(false)
 }
 
-func TestShutdownWaitsForParkedResponses(t *testing.T) {
-	h, ch := parkingHandler()
-	url, client, hs := startServer(t, Config{}, h)
+// parkOne requests /watch from a parking handler and returns the parked
+// response, once its handler has returned.
+func parkOne(t *testing.T, client *http.Client, url string, ch <-chan parked) parked {
+	t.Helper()
 	resp, err := client.Get(url + "/watch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	p := receive(t, ch)
+	p.resp = resp
+	return p
+}
+
+// checkShutdownWaits checks that shutdown does not return while p is
+// parked, and returns once p is finished.
+func checkShutdownWaits(t *testing.T, p parked, shutdown func(context.Context) error) {
+	t.Helper()
 	shutdownDone := make(chan error, 1)
-	go func() { shutdownDone <- hs.Shutdown(context.Background()) }()
+	go func() { shutdownDone <- shutdown(context.Background()) }()
 	select {
 	case err := <-shutdownDone:
 		t.Fatalf("Shutdown returned (%v) while a parked response was open", err)
@@ -179,6 +189,12 @@ func TestShutdownWaitsForParkedResponses(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown did not return after the parked response finished")
 	}
+}
+
+func TestShutdownWaitsForParkedResponses(t *testing.T) {
+	h, ch := parkingHandler()
+	url, client, hs := startServer(t, Config{}, h)
+	checkShutdownWaits(t, parkOne(t, client, url, ch), hs.Shutdown)
 }
 
 func TestAParkedStreamKeepsNeitherItsRequestNorItsSentHeaders(t *testing.T) {
