@@ -135,6 +135,7 @@ type Store struct {
 	first, compacted int64
 	watchers         []*watcher // copy on write
 	closed           bool
+	views            listViews // what paginated lists continue from (views.go)
 
 	persist *persister // nil without Dir
 	stop    chan struct{}
@@ -372,6 +373,7 @@ func (s *Store) Compact(_ context.Context, revision int64) error {
 		return nil
 	}
 	s.compacted = revision
+	s.views.dropBelow(revision)
 	// Watches from revision-1 need the event of revision itself.
 	for r := max(s.first+1, s.rev-int64(len(s.ring))+1); r < revision; r++ {
 		s.ring[r%int64(len(s.ring))] = event{}
@@ -439,16 +441,31 @@ func (s *Store) List(_ context.Context, prefix string, opts storage.ListOptions)
 	if rev > s.rev {
 		return storage.ListResult{}, fmt.Errorf("list %q at revision %d (current %d): %w", prefix, rev, s.rev, storage.ErrFutureRevision)
 	}
-	if rev < s.first || rev < s.compacted {
-		return storage.ListResult{}, fmt.Errorf("list %q at revision %d: %w", prefix, rev, storage.ErrCompacted)
-	}
-	i0, i1 := s.rangeLocked(start, prefix)
-	overlay := s.undoLocked(rev, start, prefix)
 	limit := int(opts.Limit)
 	if limit == 0 {
 		limit = -1
 	}
+	if rev < s.compacted {
+		return storage.ListResult{}, fmt.Errorf("list %q at revision %d: %w", prefix, rev, storage.ErrCompacted)
+	}
+	if rev != s.rev {
+		if v := s.views.find(rev, prefix); v != nil {
+			return v.page(start, limit), nil
+		}
+	}
+	if rev < s.first {
+		return storage.ListResult{}, fmt.Errorf("list %q at revision %d: %w", prefix, rev, storage.ErrCompacted)
+	}
+	i0, i1 := s.rangeLocked(start, prefix)
+	overlay := s.undoLocked(rev, start, prefix)
 	res := storage.ListResult{Revision: rev}
+	if limit >= 0 && opts.StartKey == "" && rev == s.rev && i1-i0 > limit {
+		// The first page of a paginated list: keep what the next pages
+		// will read.
+		v := s.newListViewLocked(prefix)
+		s.views.add(v)
+		return v.page(start, limit), nil
+	}
 	if len(overlay) == 0 {
 		n := i1 - i0
 		if limit >= 0 && limit < n {
