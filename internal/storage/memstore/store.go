@@ -3,7 +3,8 @@
 //
 // It owns one revision counter, the current value of every key (a map plus
 // a sorted key slice for ordered lists), a bounded ring of recent events
-// (watches resume from it; lists at a past revision undo it) and the files
+// (watches resume from it; lists at a past revision undo it), the views
+// paginated lists continue from (views.go) and the files
 // that carry it across restarts (persist.go): a snapshot written
 // periodically and at Close, and a revision ceiling reserved on disk ahead of
 // use, so that after a crash the counter restarts above every revision ever
@@ -43,9 +44,11 @@ type Config struct {
 	// persisted (tests), and revisions start at InitialRevision.
 	Dir string
 	// History is how many recent events the store keeps (one per write).
-	// Watches resume and paginated lists read at a past revision only
-	// within it; a watcher that falls further behind gets ErrCompacted and
-	// must list again. At 10,000 writes/s the default covers 6.5 s.
+	// Watches resume and lists read at a past revision only within it (a
+	// paginated list's later pages excepted: they read the view its first
+	// page kept, views.go); a watcher that falls further behind gets
+	// ErrCompacted and must list again. At 10,000 writes/s the default
+	// covers 6.5 s.
 	History int
 	// SnapshotInterval is how often the content is written to Dir; what was
 	// written since the last snapshot is lost in a crash (not at Close).
