@@ -16,14 +16,14 @@ import (
 type Serving struct {
 	hs *http.Server
 	s  *Server
-	ln *splitListener
 }
 
 // Serve serves TLS connections accepted on ln (a plain TCP listener): it
 // runs each TLS handshake itself, serves the connections that chose h2 on
 // a goroutine of their own, and hands the others to hs (HTTP/1.1). hs
 // needs TLSConfig; h serves the HTTP/2 requests (it may differ from
-// hs.Handler). The channel receives what ends hs.Serve.
+// hs.Handler). Serve sets hs.TLSConfig's NextProtos (h2, http/1.1) and an
+// empty hs.TLSNextProto. The channel receives what ends hs.Serve.
 //
 // Unlike Attach (net/http's TLSNextProto), no net/http goroutine stays
 // behind an HTTP/2 connection: net/http runs the handshake on the
@@ -56,7 +56,7 @@ func (s *Server) Serve(hs *http.Server, ln net.Listener, h http.Handler) (*Servi
 	go sl.acceptLoop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(sl) }()
-	return &Serving{hs: hs, s: s, ln: sl}, errc
+	return &Serving{hs: hs, s: s}, errc
 }
 
 // Shutdown stops accepting, sends GOAWAY on every HTTP/2 connection and
@@ -123,23 +123,23 @@ func (l *splitListener) acceptLoop() {
 	for {
 		rc, err := l.inner.Accept()
 		if err != nil {
-			var ne net.Error
-			if l.ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
-				// As net/http: back off on a transient failure (out of
-				// file descriptors reports as one), up to a second.
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				select {
-				case <-time.After(delay):
-				case <-l.ctx.Done():
-				}
-				continue
+			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				l.err = net.ErrClosed
+				close(l.failed)
+				return
 			}
-			if l.ctx.Err() != nil {
-				err = net.ErrClosed
+			// Out of file descriptors, a connection aborted before it was
+			// accepted: back off and go on, as net/http does, up to a
+			// second between tries; the server keeps serving what it has.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if l.hs.ErrorLog != nil {
+				l.hs.ErrorLog.Printf("http: Accept error: %v; retrying in %v", err, delay)
 			}
-			l.err = err
-			close(l.failed)
-			return
+			select {
+			case <-l.s.cfg.Clock.After(delay):
+			case <-l.ctx.Done():
+			}
+			continue
 		}
 		delay = 0
 		go l.handshake(rc)
@@ -152,6 +152,8 @@ func (l *splitListener) acceptLoop() {
 func (l *splitListener) handshake(rc net.Conn) {
 	tc := tls.Server(rc, l.hs.TLSConfig)
 	if d := handshakeTimeout(l.hs); d > 0 {
+		// A socket deadline is wall-clock time (the runtime's poller
+		// enforces it), not the injected clock's.
 		_ = tc.SetDeadline(time.Now().Add(d))
 	}
 	if err := tc.HandshakeContext(l.ctx); err != nil {

@@ -10,9 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,8 +49,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // startServing serves h through Serve on a loopback listener, with the
-// certificate of net/http/httptest.
-func startServing(t *testing.T, cfg Config, h http.Handler) *serving {
+// certificate of net/http/httptest; wrap, when given, wraps the listener.
+func startServing(t *testing.T, cfg Config, h http.Handler, wrap ...func(net.Listener) net.Listener) *serving {
 	t.Helper()
 	certSrc := httptest.NewTLSServer(http.NotFoundHandler())
 	cert, pool := certSrc.TLS.Certificates[0], x509.NewCertPool()
@@ -57,6 +60,9 @@ func startServing(t *testing.T, cfg Config, h http.Handler) *serving {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range wrap {
+		ln = w(ln)
 	}
 	logs := &lockedBuffer{}
 	hs := &http.Server{
@@ -144,6 +150,34 @@ func goroutinesIn(fn string) int {
 		}
 	}
 	return n
+}
+
+// flakyListener fails its first Accept calls as a process out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+func TestServeGoesOnAfterAcceptErrors(t *testing.T) {
+	sv := startServing(t, Config{}, protoHandler(), func(ln net.Listener) net.Listener {
+		fl := &flakyListener{Listener: ln}
+		fl.failures.Store(3)
+		return fl
+	})
+	if got := get(t, sv.h2, sv.url+"/"); got != "HTTP/2.0" {
+		t.Errorf("after accept errors: %q", got)
+	}
+	if !strings.Contains(sv.logs.String(), "too many open files; retrying in") {
+		t.Errorf("the accept errors were not logged: %q", sv.logs.String())
+	}
 }
 
 func TestServeKeepsOneGoroutinePerHTTP2Connection(t *testing.T) {
