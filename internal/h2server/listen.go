@@ -166,7 +166,7 @@ func (l *splitListener) handshake(rc net.Conn) {
 	_ = tc.SetDeadline(time.Time{})
 	if tc.ConnectionState().NegotiatedProtocol == "h2" {
 		// This goroutine, its stack grown by the handshake, ends here.
-		go l.s.serveTLS(l.hs, tc, l.h)
+		go l.s.ServeConn(l.hs, tc, l.h)
 		return
 	}
 	select {

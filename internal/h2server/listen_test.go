@@ -194,20 +194,15 @@ func TestServeKeepsOneGoroutinePerHTTP2Connection(t *testing.T) {
 	// (Attach keeps net/http's goroutine of each connection waiting) and
 	// the handshakes' goroutines have ended.
 	var readers, netHTTP, handshakes int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, func() bool {
 		readers = goroutinesIn("h2server.(*conn).readLoop")
 		netHTTP = goroutinesIn("net/http.(*conn).serve")
 		handshakes = goroutinesIn("h2server.(*splitListener).handshake")
-		if readers == conns && netHTTP == 0 && handshakes == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d idle HTTP/2 connections: %d readers, %d net/http connection goroutines, %d handshakes still running; want %d, 0, 0",
-				conns, readers, netHTTP, handshakes, conns)
-		}
-		runtime.Gosched()
-	}
+		return readers == conns && netHTTP == 0 && handshakes == 0
+	}, runtime.Gosched, func() string {
+		return fmt.Sprintf("%d idle HTTP/2 connections: %d readers, %d net/http connection goroutines, %d handshakes still running; want %d, 0, 0",
+			conns, readers, netHTTP, handshakes, conns)
+	})
 }
 
 func TestServingShutdownWaitsForParkedResponses(t *testing.T) {

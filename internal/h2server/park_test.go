@@ -155,6 +155,20 @@ func TestAParkedStreamCountsAgainstTheStreamLimitUntilFinished(t *testing.T) {
 	receive(t, ch).finish(false)
 }
 
+// waitUntil calls step until cond holds, and fails with what() if it does
+// not within 10 s: for what has no event to wait on (a collection, a
+// goroutine ending).
+func waitUntil(t *testing.T, cond func() bool, step func(), what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		step()
+	}
+}
+
 // parkOne requests /watch from a parking handler and returns the parked
 // response, once its handler has returned.
 func parkOne(t *testing.T, client *http.Client, url string, ch <-chan parked) parked {
@@ -234,13 +248,9 @@ func TestAParkedStreamKeepsNeitherItsRequestNorItsSentHeaders(t *testing.T) {
 	}
 	// The request (with its header map and URL) is garbage once the
 	// handler has returned; its context lives on.
-	deadline := time.Now().Add(10 * time.Second)
-	for p.req.Value() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the parked stream's request is still reachable 10 s after its handler returned")
-		}
-		runtime.GC()
-	}
+	waitUntil(t, func() bool { return p.req.Value() == nil }, runtime.GC, func() string {
+		return "the parked stream's request is still reachable 10 s after its handler returned"
+	})
 	if err := p.ctx.Err(); err != nil {
 		t.Fatalf("the request's context ended while the response is parked: %v", err)
 	}

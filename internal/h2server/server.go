@@ -139,27 +139,9 @@ func (s *Server) Attach(hs *http.Server, h http.Handler) {
 }
 
 // ServeConn serves one HTTP/2 connection whose TLS handshake (with ALPN
-// h2) is done, and returns when it is closed and its handlers have
-// returned.
+// h2) is done, on the calling goroutine, and returns when it is closed and
+// its handlers have returned.
 func (s *Server) ServeConn(hs *http.Server, tc *tls.Conn, h http.Handler) {
-	// The TLS handshake before this call grew the calling goroutine's
-	// stack (to 16 KB with a client certificate), and a reader blocked
-	// deep in crypto/tls uses too much of it for the collector to shrink
-	// it. So the connection is read on a goroutine of its own, whose stack
-	// grows only to what reading needs, while this one waits on a shallow
-	// stack that does shrink: about 4 KB less per connection (measured in
-	// docs/performance.md). Serve does without the waiting goroutine.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.serveTLS(hs, tc, h)
-	}()
-	<-done
-}
-
-// serveTLS serves one HTTP/2 connection on the calling goroutine until it
-// is closed and its handlers have returned.
-func (s *Server) serveTLS(hs *http.Server, tc *tls.Conn, h http.Handler) {
 	ctx := context.WithValue(context.Background(), http.ServerContextKey, hs)
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, tc.LocalAddr())
 	c := newConn(s, tc, h, ctx)

@@ -12,6 +12,7 @@
 package intern
 
 import (
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,7 +140,7 @@ func exact[T any](s []T) []T {
 	if cap(s) == len(s) {
 		return s
 	}
-	return append(make([]T, 0, len(s)), s...)
+	return slices.Clone(s)
 }
 
 // labels returns a copy of l with shared keys and values (the hostname
