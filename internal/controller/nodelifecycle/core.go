@@ -117,7 +117,8 @@ type PassResult struct {
 	// Registered and Removed are nodes seen for the first time and nodes
 	// gone: emit RegisteredNode / RemovingNode on each (SPEC NLC-5).
 	Registered, Removed []string
-	// StatusUpdates are nodes whose conditions became Unknown (SPEC NLC-7).
+	// StatusUpdates are nodes whose conditions became Unknown (SPEC NLC-7),
+	// in the order to write them: the longest overdue first.
 	StatusUpdates []StatusUpdate
 	// MarkPodsNotReady are nodes whose earlier pod marking failed and that
 	// are still not Ready: mark their pods Ready=False again (no node
@@ -157,6 +158,31 @@ type StatusUpdate struct {
 	// Ready=False with a NodeNotReady event on each changed pod; if that
 	// fails, call PodMarkingFailed.
 	NotReady bool
+}
+
+// overdueNode is a node found stale in a pass and since when: the end of
+// its grace period.
+type overdueNode struct {
+	update StatusUpdate
+	due    time.Time
+}
+
+// longestOverdueFirst orders a pass's Unknown writes by how long each node
+// has been overdue, the longest first (name order among equals). When a
+// zone goes dark, one pass finds the nodes whose grace ended over a whole
+// period and writes thousands of them: the nodes found just after their
+// grace ended are written last, so no node waits both a full period and a
+// full pass of writes.
+func longestOverdueFirst(nodes []overdueNode) []StatusUpdate {
+	if len(nodes) == 0 {
+		return nil
+	}
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].due.Before(nodes[j].due) })
+	out := make([]StatusUpdate, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.update
+	}
+	return out
 }
 
 // TaintUpdate asks for one change of a node's NoExecute taints, written as
@@ -226,6 +252,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 	}
 
 	// Health: signs of life, staleness, Unknown writes.
+	var overdue []overdueNode
 	counts := map[string][2]int{}
 	members := map[string]int{}
 	latestTaint := map[string]time.Time{}
@@ -268,10 +295,10 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		}
 
 		n.status = readyStatus(node)
-		if fresh && now.After(n.health.probe.Add(c.gracePeriod(node))) {
+		if due := n.health.probe.Add(c.gracePeriod(node)); fresh && now.After(due) {
 			if upd := markUnknown(node, now); upd != nil {
 				notReady := n.status == corev1.ConditionTrue
-				res.StatusUpdates = append(res.StatusUpdates, StatusUpdate{Node: upd, NotReady: notReady})
+				overdue = append(overdue, overdueNode{StatusUpdate{Node: upd, NotReady: notReady}, due})
 				n.health.ready, n.health.ours = copyCondition(readyCondition(upd)), true
 				n.status = corev1.ConditionUnknown
 				if notReady {
@@ -297,6 +324,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 			counts[key] = cnt
 		}
 	}
+	res.StatusUpdates = longestOverdueFirst(overdue)
 	for key, z := range c.zones {
 		z.size = counts[key][0] + counts[key][1]
 		z.unhealthy = counts[key][1]

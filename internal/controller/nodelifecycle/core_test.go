@@ -56,6 +56,32 @@ func TestNodeMarkedUnknownIsTaintedWithoutWaitingAPeriod(t *testing.T) {
 	}
 }
 
+func TestUnknownWritesGoLongestOverdueFirst(t *testing.T) {
+	cl := newCluster(t, DefaultConfig())
+	for _, name := range []string{"n1", "n2", "n3"} {
+		cl.join(name, inZone("r", "a"))
+	}
+	cl.join("live", inZone("r", "b"))
+	cl.monitor()
+	// Last signs of life: n1 at t0, n3 at t0+5s, n2 at t0+10s.
+	for _, name := range []string{"n3", "n2"} {
+		cl.step(5 * time.Second)
+		cl.renew(name)
+		cl.renew("live")
+		cl.monitor()
+	}
+	cl.now = t0.Add(61 * time.Second)
+	cl.renew("live")
+	res := cl.monitor()
+	var order []string
+	for _, u := range res.StatusUpdates {
+		order = append(order, u.Node.Name)
+	}
+	if got := strings.Join(order, " "); got != "n1 n3 n2" {
+		t.Errorf("Unknown writes in the order %q, want the longest overdue first: \"n1 n3 n2\"", got)
+	}
+}
+
 func TestNoExecuteTaintsFollowReady(t *testing.T) {
 	tests := []struct {
 		name       string
