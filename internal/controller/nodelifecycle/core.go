@@ -280,7 +280,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		if !o.LeaseSeenAt.IsZero() && o.LeaseSeenAt.Before(now) {
 			seen = o.LeaseSeenAt
 		}
-		n.health.observe(node, o.Lease, now, seen)
+		n.health.observe(node, o.Lease, now, seen, c.cfg.NodeMonitorGracePeriod)
 		if turnedFresh && !n.health.neverAlive() {
 			n.health.probe = now
 		}
@@ -295,11 +295,15 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		}
 
 		n.status = readyStatus(node)
-		if due := n.health.probe.Add(c.gracePeriod(node)); fresh && now.After(due) {
+		if n.health.ours {
+			// This controller's Unknown write, not in the view yet.
+			n.status = n.health.ready.Status
+		}
+		if due := n.health.probe.Add(c.gracePeriod(node)); fresh && !n.health.ours && now.After(due) {
 			if upd := markUnknown(node, now); upd != nil {
 				notReady := n.status == corev1.ConditionTrue
 				overdue = append(overdue, overdueNode{StatusUpdate{Node: upd, NotReady: notReady}, due})
-				n.health.ready, n.health.ours = copyCondition(readyCondition(upd)), true
+				n.health.ready, n.health.ours, n.health.oursAt = copyCondition(readyCondition(upd)), true, now
 				n.status = corev1.ConditionUnknown
 				if notReady {
 					n.retryPods = false

@@ -82,6 +82,51 @@ func TestUnknownWritesGoLongestOverdueFirst(t *testing.T) {
 	}
 }
 
+func TestALaggingViewDoesNotMarkANodeTwice(t *testing.T) {
+	tests := []struct {
+		name string
+		// lag is how long the view keeps showing the node as it was
+		// before the controller's Unknown write.
+		lag        time.Duration
+		wantWrites int
+	}{
+		{"a write the view shows a pass later is written once", 5 * time.Second, 1},
+		{"a write the view shows after three passes is written once", 15 * time.Second, 1},
+		{"a write the view has not shown for a whole grace period is written again", 55 * time.Second, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := healthyPair(t)
+			cl.now = t0.Add(55 * time.Second)
+			stale := cl.observations()
+			writes, notReady := 0, 0
+			for start := cl.now; !cl.now.After(start.Add(tt.lag)); cl.step(5 * time.Second) {
+				cl.renew("live")
+				obs := cl.observations()
+				for i := range obs {
+					if obs[i].Node.Name == "n" {
+						obs[i] = stale[i]
+					}
+				}
+				// The shell wrote every update (nothing failed), but the
+				// view still shows n as before.
+				for _, u := range cl.core.Monitor(cl.now, true, obs).StatusUpdates {
+					writes++
+					if u.NotReady {
+						notReady++
+					}
+				}
+				if got := cl.zone(zk("r", "a")).Unhealthy; got != 1 {
+					t.Fatalf("at +%v zone a has %d unhealthy nodes, want n counted unhealthy", cl.now.Sub(start), got)
+				}
+			}
+			if writes != tt.wantWrites || notReady != tt.wantWrites {
+				t.Errorf("n marked Unknown %d times (%d with NodeNotReady), want %d", writes, notReady, tt.wantWrites)
+			}
+		})
+	}
+}
+
 func TestNoExecuteTaintsFollowReady(t *testing.T) {
 	tests := []struct {
 		name       string

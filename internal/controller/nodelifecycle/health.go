@@ -34,9 +34,10 @@ type health struct {
 	// heartbeat or a lease renewal.
 	probe time.Time
 	// ready is the Ready condition as last seen, or as this controller last
-	// wrote it (ours); nil if the node had none.
-	ready *corev1.NodeCondition
-	ours  bool
+	// wrote it (ours, at oursAt); nil if the node had none.
+	ready  *corev1.NodeCondition
+	ours   bool
+	oursAt time.Time
 	// lease and renew: whether a Lease was seen, and its last renewTime.
 	lease bool
 	renew *metav1.MicroTime
@@ -92,7 +93,13 @@ func readyStatus(node *corev1.Node) corev1.ConditionStatus {
 // The probe moves to now for a new Ready heartbeat, and to leaseSeen (when
 // the controller's watch delivered the renewal, at or before now) for a
 // lease renewal; never backwards.
-func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now, leaseSeen time.Time) bool {
+//
+// While the view still shows the Ready condition this controller judged
+// the node by (same heartbeat, not Unknown) after its own Unknown write,
+// for at most lag since that write, the write is taken to be on its way:
+// the view lags, and the node stays Unknown here instead of being marked
+// again. Past lag, what the view shows counts.
+func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now, leaseSeen time.Time, lag time.Duration) bool {
 	alive, probe := false, now
 	cur := readyCondition(node)
 	switch {
@@ -103,7 +110,7 @@ func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now, le
 	case h.ready != nil && cur != nil:
 		alive = !h.ready.LastHeartbeatTime.Equal(&cur.LastHeartbeatTime)
 	}
-	if cur != nil || !h.ours {
+	if (cur != nil && !h.writeOnItsWay(cur, now, lag)) || !h.ours {
 		h.ready, h.ours = copyCondition(cur), false
 	}
 	if lease != nil {
@@ -121,6 +128,13 @@ func (h *health) observe(node *corev1.Node, lease *coordinationv1.Lease, now, le
 		h.probe = probe
 	}
 	return alive
+}
+
+// writeOnItsWay reports whether cur, the Ready condition in the view, is
+// still the one this controller marked Unknown less than lag ago.
+func (h *health) writeOnItsWay(cur *corev1.NodeCondition, now time.Time, lag time.Duration) bool {
+	return h.ours && h.ready != nil && cur.Status != corev1.ConditionUnknown &&
+		cur.LastHeartbeatTime.Equal(&h.ready.LastHeartbeatTime) && now.Sub(h.oursAt) < lag
 }
 
 func copyCondition(c *corev1.NodeCondition) *corev1.NodeCondition {
