@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
+	"github.com/nodeplane/nodeplane/internal/loopback"
 )
 
 // maxBodyBytes is the largest request body accepted (kube-apiserver's 3 MiB).
@@ -93,6 +94,27 @@ type responseFormat struct {
 	// table is the request's table options (includeObject), for Table
 	// output: read once, so that a long watch keeps no request.
 	table metav1.TableOptions
+	// handoff, when set, hands a watch's objects to an in-process client
+	// instead of encoding them (handoffFormat).
+	handoff runtime.Encoder
+}
+
+// handoffFormat is the format of a watch for an in-process client (package
+// loopback) whose first choice is to be handed the objects: its events are
+// then the server's own objects, which the client must not modify. Any
+// other request — every request from the network — gets false; other verbs
+// never ask (their responses are encoded: a client may modify what it got
+// or listed).
+func handoffFormat(r *http.Request) (responseFormat, bool) {
+	h := loopback.HandoffFrom(r.Context())
+	if h == nil {
+		return responseFormat{}, false
+	}
+	accept := parseAccept(r.Header.Get("Accept"))
+	if len(accept) == 0 || accept[0].Type != loopback.MediaType || accept[0].As != "" {
+		return responseFormat{}, false
+	}
+	return responseFormat{info: runtime.SerializerInfo{MediaType: loopback.MediaType}, handoff: h.Encoder()}, true
 }
 
 // negotiate picks the response format for an object response. Tables and

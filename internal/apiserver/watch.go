@@ -71,12 +71,15 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info req
 		opts.FromRV = p.rv
 	}
 
-	f, ok := negotiate(r, true)
+	f, ok := handoffFormat(r)
+	if !ok {
+		f, ok = negotiate(r, true)
+	}
 	if !ok {
 		writeStatus(w, r, notAcceptable("only application/json and application/vnd.kubernetes.protobuf are supported for watch"))
 		return
 	}
-	if f.info.MediaType != mediaProtobuf {
+	if f.handoff == nil && f.info.MediaType != mediaProtobuf {
 		// A watch is a stream of JSON lines or of length-prefixed protobuf
 		// frames (what client-go asks for with a protobuf content type);
 		// YAML has no stream form, so a YAML client gets JSON lines.
@@ -227,8 +230,8 @@ func (ww *watchWriter) start() {
 		return
 	}
 	ww.started = true
-	if ww.f.info.MediaType == mediaProtobuf {
-		ww.w.Header().Set("Content-Type", mediaProtobuf+";stream=watch")
+	if ww.f.handoff != nil || ww.f.info.MediaType == mediaProtobuf {
+		ww.w.Header().Set("Content-Type", ww.f.info.MediaType+";stream=watch")
 	} else {
 		ww.w.Header().Set("Content-Type", mediaJSON)
 	}
@@ -250,6 +253,10 @@ func (ww *watchWriter) write(ev store.Event) error {
 	obj, err := ww.h.fromStorage(ev.Object)
 	if err != nil {
 		return err
+	}
+	if ww.f.handoff != nil {
+		// The object as the cache holds it (the client reads it only).
+		return ww.writeEvent(ev.Type, obj)
 	}
 	if ww.f.kind == outputObject && obj.GetObjectKind().GroupVersionKind().Empty() {
 		obj = obj.DeepCopyObject()
@@ -297,8 +304,11 @@ func (ww *watchWriter) writeEvent(t watch.EventType, obj runtime.Object) error {
 	buf := eventBuffers.Get().(*bytes.Buffer)
 	defer putEventBuffer(buf)
 	buf.Reset()
+	if ww.f.handoff != nil {
+		return ww.writeProtobufEvent(t, obj, ww.f.handoff, buf)
+	}
 	if ww.f.info.MediaType == mediaProtobuf {
-		return ww.writeProtobufEvent(t, obj, buf)
+		return ww.writeProtobufEvent(t, obj, ww.f.info.Serializer, buf)
 	}
 	buf.WriteString(`{"type":"`)
 	buf.WriteString(string(t))
@@ -314,10 +324,11 @@ func (ww *watchWriter) writeEvent(t watch.EventType, obj runtime.Object) error {
 }
 
 // writeProtobufEvent writes one length-prefixed protobuf frame. The object
-// is encoded first (into the head of buf), then the event around it (into
-// the tail), so one buffer serves both.
-func (ww *watchWriter) writeProtobufEvent(t watch.EventType, obj runtime.Object, buf *bytes.Buffer) error {
-	if err := ww.f.info.Serializer.Encode(obj, buf); err != nil {
+// is encoded by enc first (into the head of buf), then the event around it
+// (into the tail), so one buffer serves both. A handed-over object's
+// "encoding" is its name (package loopback).
+func (ww *watchWriter) writeProtobufEvent(t watch.EventType, obj runtime.Object, enc runtime.Encoder, buf *bytes.Buffer) error {
+	if err := enc.Encode(obj, buf); err != nil {
 		return err
 	}
 	ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: buf.Bytes()}}

@@ -62,6 +62,7 @@ type Transport struct {
 	tls         *tls.ConnectionState
 	maxBuffered int
 	log         *slog.Logger
+	handoffs    handoffTable
 }
 
 // New verifies cfg's certificate and returns a Transport presenting it.
@@ -127,6 +128,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("loopback: request without a URL")
 	}
 	ctx, cancel := context.WithCancel(req.Context())
+	w := &responseWriter{header: http.Header{}, cancel: cancel, max: t.maxBuffered, committed: make(chan struct{}), handoffs: &t.handoffs}
+	w.cond.L = &w.mu
+	ctx = context.WithValue(ctx, handoffKey{}, &Handoff{table: &t.handoffs, w: w})
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -150,8 +154,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sr.Header == nil {
 		sr.Header = http.Header{}
 	}
-	w := &responseWriter{header: http.Header{}, cancel: cancel, max: t.maxBuffered, committed: make(chan struct{})}
-	w.cond.L = &w.mu
 	go t.serve(w, sr)
 
 	select {
@@ -227,6 +229,11 @@ type responseWriter struct {
 	closed     bool      // the client closed the body
 	deadline   time.Time // write deadline; zero is none
 	timer      *time.Timer
+
+	// Objects the handler handed over (handoff.go), under handoffs.mu.
+	handoffs *handoffTable
+	handed   int  // handed and not yet taken
+	released bool // the client closed the body: nothing more is kept
 }
 
 // Header implements http.ResponseWriter.
@@ -374,6 +381,7 @@ func (w *responseWriter) closeBody() {
 	w.buf, w.off, w.flushed = nil, 0, 0
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	w.handoffs.release(w)
 	w.cancel()
 }
 

@@ -118,6 +118,13 @@ func (s *serverProc) start() {
 	s.t.Helper()
 	args := append([]string{"server", "--data-dir", s.dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", s.port)}, s.args...)
 	s.cmd = exec.Command(binary, args...)
+	// client-go's cache mutation detector: the in-process controllers'
+	// informers hold the server's own objects (package loopback's
+	// handoff), so a controller that modified one would corrupt the
+	// server's cache. The detector keeps a copy of each object an informer
+	// receives for two minutes and ends the server (a panic in its log)
+	// when one differs from its copy.
+	s.cmd.Env = append(os.Environ(), "KUBE_CACHE_MUTATION_DETECTOR=true")
 	s.logPath = filepath.Join(s.t.TempDir(), "server.log")
 	logFile, err := os.Create(s.logPath)
 	if err != nil {

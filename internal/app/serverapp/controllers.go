@@ -219,15 +219,22 @@ func controllerClient(cluster *pki.Cluster, url string, handler http.Handler, lo
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller client: %w", err)
 	}
+	handoff, err := newHandoffClientset(cs, cfg, transport)
+	if err != nil {
+		return nil, nil, err
+	}
 	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller metadata client: %w", err)
 	}
-	return cs, md, nil
+	return handoff, md, nil
 }
 
 // runControllers runs the controller manager until ctx ends.
 func runControllers(ctx context.Context, o Controllers, client kubernetes.Interface, controllers []manager.Controller, identity string, clk clock.WithTicker, log *slog.Logger) error {
+	// The controllers' informers hold the server's own objects when the
+	// client hands them over (handoffClientset).
+	_, shared := client.(handoffClientset)
 	return manager.Run(ctx, manager.Config{
 		Client:        client,
 		Controllers:   controllers,
@@ -238,6 +245,7 @@ func runControllers(ctx context.Context, o Controllers, client kubernetes.Interf
 		RetryPeriod:   o.RetryPeriod,
 		Clock:         clk,
 		Logger:        log.With("component", "controller-manager"),
+		SharedObjects: shared,
 	})
 }
 

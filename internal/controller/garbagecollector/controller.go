@@ -143,7 +143,8 @@ func (c *Controller) observe(w *watchedResource, old, cur any) {
 	}
 	c.queue.Add(key{kind: w.kind, namespace: m.GetNamespace(), name: m.GetName()})
 	c.queueDependents(m.GetUID())
-	c.queueWaitingOwners(m.GetNamespace(), append(oldOwners, m.GetOwnerReferences()...))
+	// A new slice: oldOwners belongs to a cached object (read only).
+	c.queueWaitingOwners(m.GetNamespace(), slices.Concat(oldOwners, m.GetOwnerReferences()))
 }
 
 // observeDelete queues the dependents of a deleted object (now perhaps

@@ -79,8 +79,13 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// ResyncPeriod of the shared informers (0: none).
 	ResyncPeriod time.Duration
-	Clock        clock.PassiveClock
-	Logger       *slog.Logger
+	// SharedObjects says that Client's watches hand the informers the
+	// server's own objects (package loopback): those are read only and
+	// the server has shared their strings already, so the informers do
+	// not share them again.
+	SharedObjects bool
+	Clock         clock.PassiveClock
+	Logger        *slog.Logger
 	// OnLeading, when set, is told when this server starts (true) or
 	// stops (false) leading.
 	OnLeading func(bool)
@@ -141,17 +146,20 @@ func Run(ctx context.Context, cfg Config) error {
 
 // runTerm starts every controller on fresh informers and waits for ctx.
 func runTerm(ctx context.Context, cfg Config) {
-	// The informers keep one copy of the strings a fleet's Nodes repeat
-	// (internal/intern): the values are unchanged, so an object written
-	// back from the cache is the same object.
-	shared := intern.NewTable(0)
+	var opts []informers.SharedInformerOption
+	if !cfg.SharedObjects {
+		// The informers keep one copy of the strings a fleet's Nodes
+		// repeat (internal/intern): the values are unchanged, so an
+		// object written back from the cache is the same object.
+		shared := intern.NewTable(0)
+		opts = append(opts, informers.WithTransform(func(obj any) (any, error) {
+			shared.Object(obj)
+			return obj, nil
+		}))
+	}
 	term := &Term{
-		Informers: informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.ResyncPeriod,
-			informers.WithTransform(func(obj any) (any, error) {
-				shared.Object(obj)
-				return obj, nil
-			})),
-		Since: cfg.Clock.Now(),
+		Informers: informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.ResyncPeriod, opts...),
+		Since:     cfg.Clock.Now(),
 	}
 	var names []string
 	var ready []Controller
