@@ -38,7 +38,8 @@ type acceptedType struct {
 var commonAccept = func() map[string][]acceptedType {
 	m := map[string][]acceptedType{}
 	for _, h := range []string{
-		mediaProtobuf + ",application/json", // agents, controllers
+		mediaProtobuf + ",application/json",                            // agents, controllers
+		loopback.MediaType + "," + mediaProtobuf + ",application/json", // the controllers' core and coordination clients
 		mediaProtobuf,
 		mediaJSON,
 		mediaJSON + ", */*", // client-go's default
