@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Options are the logging flags.
@@ -25,7 +26,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 }
 
 // New returns a logger writing to w and makes it the default logger and
-// klog's sink.
+// klog's sink (where client-go's flooding event-drop messages are logged at
+// most once per 10 s each, with the number held back).
 func New(w io.Writer, o Options) (*slog.Logger, error) {
 	var level slog.Level
 	switch strings.ToLower(o.Level) {
@@ -52,6 +54,8 @@ func New(w io.Writer, o Options) (*slog.Logger, error) {
 	}
 	logger := slog.New(h)
 	slog.SetDefault(logger)
-	klog.SetSlogLogger(logger)
+	// client-go logs through klog; its event recorder's drop messages are
+	// collapsed (collapse.go).
+	klog.SetSlogLogger(slog.New(newCollapser(h, eventFloodMessages, collapseWindow, clock.RealClock{})))
 	return logger, nil
 }
