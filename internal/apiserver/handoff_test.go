@@ -54,7 +54,8 @@ func handoffNodes(t *testing.T, h http.Handler) corev1client.NodeInterface {
 	return corev1client.New(rc).Nodes()
 }
 
-func nextHanded(t *testing.T, w watch.Interface) watch.Event {
+// nextWatchEvent waits at most 10 s for the next event of w.
+func nextWatchEvent(t *testing.T, w watch.Interface) watch.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-w.ResultChan():
@@ -93,9 +94,15 @@ func TestAnInProcessWatchIsHandedTheServersOwnObjects(t *testing.T) {
 			t.Fatalf("event %s %p, want %s with the cache's object %p", ev.Type, ev.Object, want, cached)
 		}
 	}
-	same(nextHanded(t, w), watch.Added)
+	added := nextWatchEvent(t, w)
+	same(added, watch.Added)
+	// The cache's objects carry their kind: a response that needed to set
+	// it would otherwise write to an object the informers share.
+	if gvk := added.Object.GetObjectKind().GroupVersionKind(); gvk.Kind != "Node" || gvk.Version != "v1" {
+		t.Errorf("the cached Node's kind is %v", gvk)
+	}
 	mustDo(t, h, admin, http.MethodPatch, "/api/v1/nodes/n1", `{"metadata":{"labels":{"zone":"b"}}}`, http.StatusOK)
-	ev := nextHanded(t, w)
+	ev := nextWatchEvent(t, w)
 	same(ev, watch.Modified)
 	if got := ev.Object.(*corev1.Node).Labels["zone"]; got != "b" {
 		t.Errorf("zone %q after the patch, want b", got)

@@ -64,35 +64,20 @@ func TestProtobufWatchStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// next waits for the next event of w.
-	next := func(t *testing.T, w watch.Interface) watch.Event {
-		t.Helper()
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatal("watch ended")
-			}
-			return ev
-		case <-ctx.Done():
-			t.Fatal("no watch event in time")
-		}
-		return watch.Event{}
-	}
-
 	t.Run("a typed protobuf client decodes every event of its watch", func(t *testing.T) {
 		w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		if ev := next(t, w); ev.Type != watch.Added || ev.Object.(*coordinationv1.Lease).Name != "pb" {
+		if ev := nextWatchEvent(t, w); ev.Type != watch.Added || ev.Object.(*coordinationv1.Lease).Name != "pb" {
 			t.Fatalf("first event %v %#v, want ADDED of the lease", ev.Type, ev.Object)
 		}
 		lease.Spec.HolderIdentity = ptr.To("second")
 		if lease, err = leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		ev := next(t, w)
+		ev := nextWatchEvent(t, w)
 		got, ok := ev.Object.(*coordinationv1.Lease)
 		if ev.Type != watch.Modified || !ok || *got.Spec.HolderIdentity != "second" || got.ResourceVersion != lease.ResourceVersion || got.Labels["a"] != "b" {
 			t.Fatalf("event %v %#v, want MODIFIED with holder second at %s", ev.Type, ev.Object, lease.ResourceVersion)
@@ -111,7 +96,7 @@ func TestProtobufWatchStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		ev := next(t, w)
+		ev := nextWatchEvent(t, w)
 		st, ok := ev.Object.(*metav1.Status)
 		if ev.Type != watch.Error || !ok || st.Code != http.StatusGone || st.Reason != metav1.StatusReasonExpired {
 			t.Fatalf("event %v %#v, want ERROR with a 410 Expired Status", ev.Type, ev.Object)
@@ -129,7 +114,7 @@ func TestProtobufWatchStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		ev := next(t, w)
+		ev := nextWatchEvent(t, w)
 		got, ok := ev.Object.(*metav1.PartialObjectMetadata)
 		if ev.Type != watch.Added || !ok || got.Name != "pb" || got.Labels["a"] != "b" {
 			t.Fatalf("event %v %#v, want ADDED PartialObjectMetadata of the lease", ev.Type, ev.Object)

@@ -6,9 +6,10 @@
 // zone, region and instance type, condition reasons and messages, kernel,
 // OS and runtime versions — and those copies are about a quarter of a
 // decoded Node (8.2 KB → 6.3 KB for the load generator's realistic Nodes,
-// docs/performance.md). The watch cache and the controllers' informers each
-// keep a decoded copy of every Node, so one shared copy of each such string
-// saves about 4 KB per node.
+// docs/performance.md). The watch cache keeps a decoded copy of every Node
+// (and so do informers that are not handed the server's own objects, see
+// package loopback), so one shared copy of each such string saves about 4 KB
+// per node.
 package intern
 
 import (
