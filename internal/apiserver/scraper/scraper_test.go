@@ -316,3 +316,38 @@ func TestAPassIsPacedByItsRate(t *testing.T) {
 		t.Fatal("usage after one pass: a rate needs two")
 	}
 }
+
+// TestAPassLogsOneLineForTheNodesWhoseStreaksChanged: twenty nodes failing in
+// one pass are one info line (their number and the first five names), not
+// twenty; so are twenty nodes answering again.
+func TestAPassLogsOneLineForTheNodesWhoseStreaksChanged(t *testing.T) {
+	var logs strings.Builder
+	s, err := New(Config{
+		Targets: func(context.Context) ([]Target, error) { return nil, nil },
+		Client:  func(string) *http.Client { return http.DefaultClient },
+		Clock:   clocktesting.NewFakeClock(time.Unix(1700000000, 0)),
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []Target
+	tried := make([]bool, 20)
+	errs := make([]error, 20)
+	for i := range 20 {
+		targets = append(targets, Target{Node: fmt.Sprintf("n%02d", i)})
+		tried[i], errs[i] = true, fmt.Errorf("dial n%02d: connection refused", i)
+	}
+	s.noteFailures(targets, tried, errs)
+	s.noteFailures(targets, tried, errs) // the streaks go on: nothing new
+	want := `msg="resource metrics: scrape failed; retrying less often while it fails" nodes=20 first="[n00 n01 n02 n03 n04]" err="dial n00: connection refused"`
+	if got := strings.TrimSpace(logs.String()); !strings.HasSuffix(got, want) || strings.Count(got, "\n") != 0 {
+		t.Fatalf("logged:\n%s\nwant one line ending in\n%s", got, want)
+	}
+	logs.Reset()
+	s.noteFailures(targets, tried, make([]error, 20))
+	want = `msg="resource metrics: scrape works again" nodes=20 first="[n00 n01 n02 n03 n04]"`
+	if got := strings.TrimSpace(logs.String()); !strings.HasSuffix(got, want) || strings.Count(got, "\n") != 0 {
+		t.Fatalf("logged:\n%s\nwant one line ending in\n%s", got, want)
+	}
+}
