@@ -16,13 +16,14 @@ import (
 )
 
 // handoffClientset is the controllers' clientset whose core and
-// coordination watches and lists are handed the server's objects in
-// process (loopback.MediaType) instead of encoding and decoding them: the
+// coordination watches are handed the server's objects in process
+// (loopback.MediaType) instead of encoding and decoding them: the
 // per-node objects (Nodes, Leases, Pods) that a fleet's heartbeats keep
 // changing. The informers then hold the very objects the server's watch
 // cache holds, read only — one copy of each Node in the process instead of
 // two — and a lease renewal costs the controllers no encoding or decoding.
-// Every other request (gets, writes, other groups) is encoded as before.
+// Every other request (gets, lists, writes, other groups) is encoded as
+// before.
 type handoffClientset struct {
 	*kubernetes.Clientset
 	core  corev1client.CoreV1Interface
