@@ -32,10 +32,7 @@ var errNotHanded = errors.New("loopback: no handed object by that name (its resp
 type handoffKey struct{}
 
 // Handoff hands the objects of one in-process response to its client.
-type Handoff struct {
-	table *handoffTable
-	w     *responseWriter
-}
+type Handoff struct{ w *responseWriter }
 
 // HandoffFrom returns the Handoff of a request made through a Transport,
 // or nil for any other request (one from the network).
@@ -49,7 +46,7 @@ func HandoffFrom(ctx context.Context) *Handoff {
 // by those bytes; objects the client never took are dropped when it closes
 // the response.
 func (h *Handoff) Append(b []byte, obj runtime.Object) []byte {
-	return binary.BigEndian.AppendUint64(b, h.table.put(obj, h.w))
+	return binary.BigEndian.AppendUint64(b, h.w.handoffs.put(obj, h.w))
 }
 
 // Encoder returns an encoder that hands each object it is given over

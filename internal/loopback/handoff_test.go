@@ -55,8 +55,6 @@ func TestTheClientTakesBackTheVeryObjectsTheHandlerHandedOver(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
 	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
 	list := &corev1.NodeList{Items: []corev1.Node{*node}}
-	// The second is taken by a decoder asked for another object: refused,
-	// but no longer kept.
 	seen := make(chan *Handoff, 1)
 	tr := newTransport(t, handingHandler([]runtime.Object{node, list}, seen), 0)
 	resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://server/api/v1/nodes", nil))
@@ -87,6 +85,8 @@ func TestTheClientTakesBackTheVeryObjectsTheHandlerHandedOver(t *testing.T) {
 		t.Errorf("kind %v, object's kind %q: the decoder must leave the handed object as it was", gvk, node.Kind)
 	}
 
+	// A decoder asked to decode the second into an object of its own
+	// refuses (the handed object is the server's); it is taken all the same.
 	if _, _, err := dec.Decode(data[idSize:], nil, &corev1.NodeList{}); err == nil {
 		t.Error("a handed object was decoded into another object")
 	}

@@ -130,7 +130,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	w := &responseWriter{header: http.Header{}, cancel: cancel, max: t.maxBuffered, committed: make(chan struct{}), handoffs: &t.handoffs}
 	w.cond.L = &w.mu
-	ctx = context.WithValue(ctx, handoffKey{}, &Handoff{table: &t.handoffs, w: w})
+	ctx = context.WithValue(ctx, handoffKey{}, &Handoff{w: w})
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
