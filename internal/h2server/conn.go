@@ -54,6 +54,8 @@ type conn struct {
 	tls     *tls.ConnectionState
 	remote  string
 	fr      *http2.Framer
+	hdec    *hpack.Decoder
+	head    requestHead // the header block being read (the read loop's own)
 
 	lastFrame atomic.Int64 // unix nanos of the last frame read
 
@@ -102,8 +104,9 @@ func newConn(s *Server, tc *tls.Conn, h http.Handler, ctx context.Context) *conn
 	// and the table would be kept per connection.
 	c.henc.SetMaxDynamicTableSizeLimit(0)
 	c.fr = http2.NewFramer(nil, tc)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderListSize
+	// Header blocks are decoded here (requestHead), not by the framer:
+	// its MetaHeadersFrame would collect every field into a new slice.
+	c.hdec = newHeadDecoder(&c.head, s.cfg.MaxHeaderListSize)
 	c.fr.SetReuseFrames()
 	// The framer would otherwise read frames up to 16 MiB; the server
 	// announces no larger SETTINGS_MAX_FRAME_SIZE than the default.
@@ -259,8 +262,12 @@ func (c *conn) readLoop() error {
 // handleFrame acts on one frame; an error ends the connection.
 func (c *conn) handleFrame(f http2.Frame) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
-		return c.onHeaders(f)
+	case *http2.HeadersFrame:
+		c.head.start(c.hdec, f, c.srv.cfg.MaxHeaderListSize)
+		return c.onHeaderFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		// The framer lets through only a CONTINUATION of the block under way.
+		return c.onHeaderFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.DataFrame:
 		return c.onData(f)
 	case *http2.WindowUpdateFrame:

@@ -19,14 +19,14 @@ import (
 // rawClient speaks HTTP/2 frame by frame, to send what a well-behaved
 // client would not.
 type rawClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn *tls.Conn
 	fr   *http2.Framer
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
 }
 
-func dialRaw(t *testing.T, url string) *rawClient {
+func dialRaw(t testing.TB, url string) *rawClient {
 	t.Helper()
 	conn, err := tls.Dial("tcp", strings.TrimPrefix(url, "https://"), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // a test server's own certificate
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 // startServer serves h over HTTP/2 through a Server with cfg, on a TLS test
 // listener; it returns the base URL, an HTTP/2 client and the http.Server.
-func startServer(t *testing.T, cfg Config, h http.Handler) (string, *http.Client, *http.Server) {
+func startServer(t testing.TB, cfg Config, h http.Handler) (string, *http.Client, *http.Server) {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(h)
 	ts.TLS = &tls.Config{NextProtos: []string{"h2", "http/1.1"}}

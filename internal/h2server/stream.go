@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -113,13 +112,36 @@ func (st *stream) writableLocked() error {
 	return nil
 }
 
+// onHeaderFragment decodes a piece of the header block under way; at its
+// end the block starts a request or ends a request body.
+func (c *conn) onHeaderFragment(frag []byte, ended bool) error {
+	h := &c.head
+	err := h.fragment(c.hdec, frag)
+	if err == nil && ended {
+		err = h.finish(c.hdec)
+	}
+	if err != nil {
+		var ce http2.ConnectionError
+		errors.As(err, &ce)
+		return c.fail(http2.ErrCode(ce), err)
+	}
+	if !ended {
+		return nil
+	}
+	if h.invalid != nil {
+		c.resetStream(h.streamID, http2.ErrCodeProtocol)
+		return nil
+	}
+	return c.onHeaders(h)
+}
+
 // onHeaders starts a request, or ends a request body with trailers.
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
+func (c *conn) onHeaders(f *requestHead) error {
+	id := f.streamID
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
 		// Trailers: they end the body; their fields are not passed on.
-		if !f.StreamEnded() {
+		if !f.endStream {
 			c.resetLocked(st, http2.ErrCodeProtocol)
 		} else if st.body != nil {
 			st.body.eof = true
@@ -151,12 +173,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.mu.Unlock()
 		return nil
 	}
-	if f.Truncated {
+	if f.truncated {
 		// The header list is over MaxHeaderListSize: 431, as net/http.
 		c.hbuf.Reset()
 		_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
 		c.out = appendHeaders(c.buf(), id, c.hbuf.Bytes(), true, c.peerMaxFrame)
-		if !f.StreamEnded() {
+		if !f.endStream {
 			c.out = appendRST(c.buf(), id, http2.ErrCodeNo)
 		}
 		c.flushLocked()
@@ -165,7 +187,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	c.mu.Unlock()
 
-	req, err := c.newRequest(f)
+	req, err := f.request(c)
 	if err != nil {
 		c.resetStream(id, http2.ErrCodeProtocol)
 		return nil //nolint:nilerr // a bad request ends its stream, not the connection
@@ -178,7 +200,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		declaredLen:   -1,
 		contentLength: req.ContentLength,
 	}
-	if f.StreamEnded() {
+	if f.endStream {
 		req.Body = http.NoBody
 		st.remoteClosed = true
 	} else {
@@ -197,49 +219,6 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Unlock()
 	c.srv.cfg.Go(req, st.run)
 	return nil
-}
-
-// newRequest builds the http.Request of a HEADERS frame.
-func (c *conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, error) {
-	method := f.PseudoValue("method")
-	path := f.PseudoValue("path")
-	if method == "" || path == "" || f.PseudoValue("scheme") == "" || method == http.MethodConnect {
-		return nil, errors.New("missing or unsupported pseudo-header")
-	}
-	u, err := url.ParseRequestURI(path)
-	if err != nil {
-		return nil, fmt.Errorf("path: %w", err)
-	}
-	fields := f.RegularFields()
-	header := make(http.Header, len(fields))
-	for _, hf := range fields {
-		key := canonicalHeader(hf.Name)
-		header[key] = append(header[key], hf.Value)
-	}
-	host := f.PseudoValue("authority")
-	if host == "" {
-		host = header.Get("Host")
-	}
-	cl := int64(-1)
-	if f.StreamEnded() {
-		cl = 0
-	} else if v := header["Content-Length"]; len(v) == 1 {
-		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
-			cl = n
-		}
-	}
-	return &http.Request{
-		Method:        method,
-		URL:           u,
-		Proto:         "HTTP/2.0",
-		ProtoMajor:    2,
-		Header:        header,
-		ContentLength: cl,
-		Host:          host,
-		RemoteAddr:    c.remote,
-		RequestURI:    path,
-		TLS:           c.tls,
-	}, nil
 }
 
 // run serves the request and ends the stream, unless the handler parked it.
