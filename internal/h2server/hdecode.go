@@ -15,9 +15,9 @@ import (
 
 // requestHead is the header block of one request (or of a request's
 // trailers), decoded fragment by fragment as its HEADERS and CONTINUATION
-// frames arrive. The connection keeps one and reuses it, field slice
-// included, so a request's header block costs no more allocations than the
-// strings HPACK decodes and the http.Header the handler gets.
+// frames arrive, each regular field straight into the request's header
+// map. The connection reuses it; between blocks it keeps nothing (an idle
+// connection is most of a fleet's).
 type requestHead struct {
 	streamID  uint32
 	endStream bool
@@ -33,8 +33,14 @@ type requestHead struct {
 	method, path, scheme, authority string
 	pseudo                          uint8 // pseudo-header fields seen (bits)
 	sawRegular                      bool
-	fields                          []hpack.HeaderField // regular fields, lower case
+	header                          http.Header
+	// values backs the header's first value of each key, a few at a time.
+	values []string
 }
+
+// valuesChunk is how many header values one allocation holds: a client-go
+// request carries five to eight fields.
+const valuesChunk = 8
 
 // Pseudo-header fields a request may carry, as bits of requestHead.pseudo.
 const (
@@ -57,12 +63,10 @@ func newHeadDecoder(h *requestHead, maxList uint32) *hpack.Decoder {
 
 // start begins a new header block.
 func (h *requestHead) start(d *hpack.Decoder, f *http2.HeadersFrame, maxList uint32) {
-	clear(h.fields)
 	*h = requestHead{
 		streamID:  f.StreamID,
 		endStream: f.StreamEnded(),
 		remain:    maxList,
-		fields:    h.fields[:0],
 	}
 	d.SetEmitEnabled(true)
 }
@@ -121,7 +125,25 @@ func (h *requestHead) add(f hpack.HeaderField) {
 		h.invalid = fmt.Errorf("invalid header field name %q", f.Name)
 		return
 	}
-	h.fields = append(h.fields, f)
+	if h.header == nil {
+		h.header = make(http.Header, valuesChunk)
+	}
+	key := canonicalHeader(f.Name)
+	if v, ok := h.header[key]; ok {
+		h.header[key] = append(v, f.Value)
+		return
+	}
+	if len(h.values) == cap(h.values) {
+		h.values = make([]string, 0, valuesChunk)
+	}
+	h.values = append(h.values, f.Value)
+	h.header[key] = h.values[len(h.values)-1 : len(h.values) : len(h.values)]
+}
+
+// release drops what the block decoded, once it is handed on or refused.
+func (h *requestHead) release() {
+	h.header, h.values = nil, nil
+	h.method, h.path, h.scheme, h.authority = "", "", "", ""
 }
 
 // validFieldName reports whether name is a token in lower case, as HTTP/2
@@ -164,8 +186,7 @@ func (h *requestHead) finish(d *hpack.Decoder) error {
 	return nil
 }
 
-// request is the http.Request of a complete, valid block. Every value
-// shares one backing array; the header map has room for exactly its keys.
+// request is the http.Request of a complete, valid block.
 func (h *requestHead) request(c *conn) (*http.Request, error) {
 	if h.method == "" || h.path == "" || h.scheme == "" || h.method == http.MethodConnect || h.pseudo&pseudoProtocol != 0 {
 		return nil, errors.New("missing or unsupported pseudo-header")
@@ -174,16 +195,9 @@ func (h *requestHead) request(c *conn) (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("path: %w", err)
 	}
-	header := make(http.Header, len(h.fields))
-	values := make([]string, len(h.fields))
-	for i, f := range h.fields {
-		key := canonicalHeader(f.Name)
-		if v, ok := header[key]; ok {
-			header[key] = append(v, f.Value)
-			continue
-		}
-		values[i] = f.Value
-		header[key] = values[i : i+1 : i+1]
+	header := h.header
+	if header == nil {
+		header = http.Header{}
 	}
 	host := h.authority
 	if host == "" {

@@ -1,6 +1,8 @@
 package h2server
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -244,5 +246,48 @@ func BenchmarkRenewalRequest(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+func TestARequestHeadKeepsNothingOnceHandedOn(t *testing.T) {
+	var wire bytes.Buffer
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for i := 0; i < len(request); i += 2 {
+		_ = enc.WriteField(hpack.HeaderField{Name: request[i], Value: request[i+1]})
+	}
+	for i := range 10 { // more values than one chunk holds
+		_ = enc.WriteField(hpack.HeaderField{Name: fmt.Sprintf("x-f%d", i), Value: "v"})
+	}
+	_ = enc.WriteField(hpack.HeaderField{Name: "x-f3", Value: "again"})
+	if err := http2.NewFramer(&wire, nil).WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := http2.NewFramer(nil, &wire).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h requestHead
+	d := newHeadDecoder(&h, 1<<20)
+	h.start(d, f.(*http2.HeadersFrame), 1<<20)
+	if err := h.fragment(d, f.(*http2.HeadersFrame).HeaderBlockFragment()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.finish(d); err != nil {
+		t.Fatal(err)
+	}
+	req, err := h.request(&conn{remote: "192.0.2.1:5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.release()
+	if h.header != nil || h.values != nil || h.path != "" {
+		t.Fatalf("the head still holds the request's fields: %+v", h)
+	}
+	if got := strings.Join(req.Header.Values("X-F3"), ","); got != "v,again" || len(req.Header) != 10 || req.Header.Get("X-F9") != "v" {
+		t.Fatalf("header %v", req.Header)
+	}
+	if req.Method != "GET" || req.Host != "api.example" || req.URL.RawQuery != "q=1" || req.ContentLength != 0 {
+		t.Fatalf("request %s %s %s %d", req.Method, req.Host, req.URL, req.ContentLength)
 	}
 }

@@ -128,6 +128,7 @@ func (c *conn) onHeaderFragment(frag []byte, ended bool) error {
 	if !ended {
 		return nil
 	}
+	defer h.release()
 	if h.invalid != nil {
 		c.resetStream(h.streamID, http2.ErrCodeProtocol)
 		return nil
