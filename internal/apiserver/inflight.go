@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,9 +116,17 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), l.cfg.RequestTimeout)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
+	// A deadline the request already has (Deadline, set by the HTTP/2
+	// server) serves when it is no later than this one.
+	ctx := r.Context()
+	deadline, ok := ctx.Deadline()
+	if !ok || time.Until(deadline) > l.cfg.RequestTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.cfg.RequestTimeout)
+		defer cancel()
+		deadline, _ = ctx.Deadline()
+		r = r.WithContext(ctx)
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(deadline.Add(l.cfg.WriteGrace))
 	if r.ProtoMajor == 1 {
@@ -145,7 +154,23 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer body.free()
 		r.Body = body
 	}
-	l.next.ServeHTTP(w, r.WithContext(ctx))
+	l.next.ServeHTTP(w, r)
+}
+
+// Deadline is how long LimitInFlight lets the handler of r run:
+// RequestTimeout for a request to the API (/api, /apis) that is not
+// long-running, 0 (none given here) for any other. An HTTP/2 server that
+// puts it on the stream's context (h2server.Config.Deadline) saves
+// LimitInFlight a context and a copy of every request. Paths outside the
+// API get none: not every one goes through LimitInFlight, and a long-running
+// one among them (the zone view's event stream) must not end at it.
+func (cfg InFlightConfig) Deadline(r *http.Request) time.Duration {
+	p := r.URL.Path
+	api := p == "/api" || p == "/apis" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/apis/")
+	if cfg.RequestTimeout <= 0 || !api || flowcontrol.IsLongRunning(r.Method, p, r.URL.RawQuery) {
+		return 0
+	}
+	return cfg.RequestTimeout
 }
 
 // longAgo is a read deadline that has passed: reads fail at once.

@@ -138,6 +138,70 @@ func TestLimitInFlightDeadlines(t *testing.T) {
 	}
 }
 
+func TestLimitInFlightUsesADeadlineTheRequestAlreadyHas(t *testing.T) {
+	tests := []struct {
+		name     string
+		has      time.Duration // the request's own deadline from now; 0: none
+		wantSame bool          // the handler gets the request's own context
+	}{
+		{"a deadline no later than the request timeout is kept, context and all", 30 * time.Second, true},
+		{"a later deadline is cut to the request timeout", time.Hour, false},
+		{"a request without one gets the request timeout", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes", nil), adminUser)
+			if tt.has > 0 {
+				ctx, cancel := context.WithTimeout(req.Context(), tt.has)
+				defer cancel()
+				req = req.WithContext(ctx)
+			}
+			var got context.Context
+			h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Context()
+			}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
+			start := time.Now()
+			h.ServeHTTP(httptest.NewRecorder(), req)
+			if same := got == req.Context(); same != tt.wantSame {
+				t.Fatalf("handler got the request's own context: %v, want %v", same, tt.wantSame)
+			}
+			d, ok := got.Deadline()
+			if !ok || d.After(start.Add(time.Minute+time.Second)) {
+				t.Fatalf("the handler's deadline %v (set %v) is not within the request timeout", d, ok)
+			}
+		})
+	}
+}
+
+func TestInFlightDeadlineIsGivenOnlyToAPIRequestsThatAreNotLongRunning(t *testing.T) {
+	cfg := InFlightConfig{RequestTimeout: time.Minute}
+	tests := []struct {
+		name   string
+		method string
+		url    string
+		cfg    InFlightConfig
+		want   time.Duration
+	}{
+		{"a lease renewal gets the request timeout", http.MethodPut, nodeLeasePath + "n1", cfg, time.Minute},
+		{"discovery of the core group gets it", http.MethodGet, "/api", cfg, time.Minute},
+		{"a list gets it", http.MethodGet, "/apis/apps/v1/deployments", cfg, time.Minute},
+		{"a watch gets none", http.MethodGet, "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1", cfg, 0},
+		{"a watch by path gets none", http.MethodGet, "/api/v1/watch/nodes", cfg, 0},
+		{"pod logs get none", http.MethodGet, "/api/v1/namespaces/d/pods/p/log?follow=true", cfg, 0},
+		{"the zone view's event stream gets none", http.MethodGet, "/ui/api/events", cfg, 0},
+		{"metrics get none (they do not go through LimitInFlight)", http.MethodGet, "/metrics", cfg, 0},
+		{"a path that only starts like the API gets none", http.MethodGet, "/apiary", cfg, 0},
+		{"without a request timeout nothing gets one", http.MethodPut, nodeLeasePath + "n1", InFlightConfig{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.cfg.Deadline(httptest.NewRequest(tt.method, tt.url, nil)); got != tt.want {
+				t.Fatalf("Deadline = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestLimitInFlightPassesTheBodyOn(t *testing.T) {
 	var got string
 	h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -263,3 +263,36 @@ func TestShutdownLetsRunningRequestsFinish(t *testing.T) {
 		t.Fatal("Shutdown did not return after the last request")
 	}
 }
+
+func TestAStreamsContextEndsAtTheDeadlineItsRequestIsGiven(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, ok := r.Context().Deadline()
+		if r.URL.Path == "/none" {
+			fmt.Fprintf(w, "deadline %v", ok)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			fmt.Fprintf(w, "ended %v %v", r.Context().Err(), ok && !d.IsZero())
+		case <-time.After(10 * time.Second):
+			fmt.Fprint(w, "the context did not end within 10 s")
+		}
+	})
+	url, client, _ := startServer(t, Config{Deadline: func(r *http.Request) time.Duration {
+		if r.URL.Path == "/short" {
+			return 20 * time.Millisecond
+		}
+		return 0
+	}}, h)
+	for path, want := range map[string]string{"/short": "ended context deadline exceeded true", "/none": "deadline false"} {
+		resp, err := client.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want {
+			t.Errorf("%s: %q, want %q", path, body, want)
+		}
+	}
+}

@@ -193,7 +193,7 @@ func (c *conn) onHeaders(f *requestHead) error {
 		c.resetStream(id, http2.ErrCodeProtocol)
 		return nil //nolint:nilerr // a bad request ends its stream, not the connection
 	}
-	ctx, cancel := context.WithCancel(c.baseCtx)
+	ctx, cancel := c.streamContext(req)
 	req = req.WithContext(ctx)
 	st := &stream{
 		c: c, id: id, req: req, cancel: cancel,
@@ -220,6 +220,17 @@ func (c *conn) onHeaders(f *requestHead) error {
 	c.mu.Unlock()
 	c.srv.cfg.Go(req, st.run)
 	return nil
+}
+
+// streamContext is the context of r's stream: it ends with the stream, or
+// at the deadline Config.Deadline gives r.
+func (c *conn) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+	if d := c.srv.cfg.Deadline; d != nil {
+		if t := d(r); t > 0 {
+			return context.WithTimeout(c.baseCtx, t)
+		}
+	}
+	return context.WithCancel(c.baseCtx)
 }
 
 // run serves the request and ends the stream, unless the handler parked it.

@@ -500,8 +500,11 @@ func (s *server) serve(ln net.Listener, handler http.Handler) (httpServer, <-cha
 			MaxConcurrentStreams: uint32(s.opts.HTTP2MaxStreamsPerConnection),
 			PrefaceTimeout:       srv.ReadHeaderTimeout,
 			IdleTimeout:          srv.IdleTimeout,
-			Go:                   workers.GoServe,
-			Logger:               s.log.With("component", "http2"),
+			// The API's requests get LimitInFlight's deadline as their
+			// stream starts: it then derives no context of its own.
+			Deadline: apiserver.InFlightConfig{RequestTimeout: s.opts.RequestTimeout}.Deadline,
+			Go:       workers.GoServe,
+			Logger:   s.log.With("component", "http2"),
 		}).Serve(srv, ln, handler)
 	}
 	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.opts.HTTP2MaxStreamsPerConnection}
