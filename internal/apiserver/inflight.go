@@ -152,7 +152,12 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer body.free()
+		// The request may be the caller's own (no copy was made for a
+		// context): it is lent with its body swapped and given back as it
+		// came, before the buffer goes back to the pool.
+		orig := r.Body
 		r.Body = body
+		defer func() { r.Body = orig }()
 	}
 	l.next.ServeHTTP(w, r)
 }

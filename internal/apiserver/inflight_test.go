@@ -150,18 +150,28 @@ func TestLimitInFlightUsesADeadlineTheRequestAlreadyHas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := asUser(httptest.NewRequest(http.MethodGet, "/api/v1/nodes", nil), adminUser)
+			req := asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", strings.NewReader("the lease")), adminUser)
 			if tt.has > 0 {
 				ctx, cancel := context.WithTimeout(req.Context(), tt.has)
 				defer cancel()
 				req = req.WithContext(ctx)
 			}
+			sent := req.Body
 			var got context.Context
+			var read string
 			h := mustLimit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got = r.Context()
+				b, _ := io.ReadAll(r.Body)
+				read = string(b)
 			}), InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
 			start := time.Now()
 			h.ServeHTTP(httptest.NewRecorder(), req)
+			if read != "the lease" {
+				t.Fatalf("the handler read %q", read)
+			}
+			if req.Body != sent {
+				t.Fatal("the caller's request came back with another body")
+			}
 			if same := got == req.Context(); same != tt.wantSame {
 				t.Fatalf("handler got the request's own context: %v, want %v", same, tt.wantSame)
 			}
