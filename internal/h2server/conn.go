@@ -263,7 +263,7 @@ func (c *conn) readLoop() error {
 func (c *conn) handleFrame(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.HeadersFrame:
-		c.head.start(c.hdec, f, c.srv.cfg.MaxHeaderListSize)
+		c.head.start(f, c.srv.cfg.MaxHeaderListSize)
 		return c.onHeaderFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame:
 		// The framer lets through only a CONTINUATION of the block under way.

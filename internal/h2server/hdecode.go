@@ -32,8 +32,9 @@ type requestHead struct {
 
 	method, path, scheme, authority string
 	pseudo                          uint8 // pseudo-header fields seen (bits)
-	sawRegular                      bool
-	header                          http.Header
+	// header holds the regular fields; it is made at the first one, so a
+	// pseudo-header field after it is out of order.
+	header http.Header
 	// values backs the header's first value of each key, a few at a time.
 	values []string
 }
@@ -62,13 +63,12 @@ func newHeadDecoder(h *requestHead, maxList uint32) *hpack.Decoder {
 }
 
 // start begins a new header block.
-func (h *requestHead) start(d *hpack.Decoder, f *http2.HeadersFrame, maxList uint32) {
+func (h *requestHead) start(f *http2.HeadersFrame, maxList uint32) {
 	*h = requestHead{
 		streamID:  f.StreamID,
 		endStream: f.StreamEnded(),
 		remain:    maxList,
 	}
-	d.SetEmitEnabled(true)
 }
 
 // add is the decoder's emit function: it checks one field and keeps it.
@@ -89,7 +89,7 @@ func (h *requestHead) add(f hpack.HeaderField) {
 	}
 	h.remain -= size
 	if name, ok := strings.CutPrefix(f.Name, ":"); ok {
-		if h.sawRegular {
+		if h.header != nil {
 			h.invalid = errPseudoAfterRegular
 			return
 		}
@@ -120,7 +120,6 @@ func (h *requestHead) add(f hpack.HeaderField) {
 		}
 		return
 	}
-	h.sawRegular = true
 	if !validFieldName(f.Name) {
 		h.invalid = fmt.Errorf("invalid header field name %q", f.Name)
 		return

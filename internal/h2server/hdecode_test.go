@@ -269,7 +269,7 @@ func TestARequestHeadKeepsNothingOnceHandedOn(t *testing.T) {
 	}
 	var h requestHead
 	d := newHeadDecoder(&h, 1<<20)
-	h.start(d, f.(*http2.HeadersFrame), 1<<20)
+	h.start(f.(*http2.HeadersFrame), 1<<20)
 	if err := h.fragment(d, f.(*http2.HeadersFrame).HeaderBlockFragment()); err != nil {
 		t.Fatal(err)
 	}
