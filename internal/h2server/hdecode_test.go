@@ -88,6 +88,9 @@ var echoHeaders = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) 
 
 var request = []string{":method", "GET", ":scheme", "https", ":authority", "api.example", ":path", "/p?q=1"}
 
+// with is head followed by more, in a new slice.
+func with(head []string, more ...string) []string { return append(append([]string{}, head...), more...) }
+
 func TestHeaderBlocksBecomeRequests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -97,13 +100,13 @@ func TestHeaderBlocksBecomeRequests(t *testing.T) {
 	}{
 		{
 			name:   "pseudo-headers give the method, host, path and query; repeated fields keep every value in order",
-			fields: append(request[:len(request):len(request)], "x-multi", "a", "user-agent", "kubectl", "x-multi", "b", "x-same", "s"),
+			fields: with(request, "x-multi", "a", "user-agent", "kubectl", "x-multi", "b", "x-same", "s"),
 			want:   "GET api.example /p q=1 /p?q=1 s a+b kubectl",
 		},
 		{
 			name:   "a block split over CONTINUATION frames, even inside a field, is one request",
 			splits: []int{3, 10, 11, 30},
-			fields: append(request[:len(request):len(request)], "x-multi", "a", "x-same", "s", "user-agent", strings.Repeat("u", 40)),
+			fields: with(request, "x-multi", "a", "x-same", "s", "user-agent", strings.Repeat("u", 40)),
 			want:   "GET api.example /p q=1 /p?q=1 s a " + strings.Repeat("u", 40),
 		},
 		{
@@ -126,11 +129,10 @@ func TestHeaderBlocksBecomeRequests(t *testing.T) {
 }
 
 func TestMalformedHeaderBlocks(t *testing.T) {
-	// Each block below first indexes x-same into the HPACK table; the
-	// request after it refers to that entry, so it is answered right only
-	// if the server kept decoding the bad block.
+	// Each block below carries x-same, which the client's encoder indexes
+	// into the HPACK table; the request after it refers to that entry, so
+	// it is answered right only if the server kept decoding the bad block.
 	same := []string{"x-same", "kept"}
-	with := func(head []string, more ...string) []string { return append(append([]string{}, head...), more...) }
 	streamErrors := []struct {
 		name   string
 		fields []string
