@@ -185,6 +185,7 @@ func New(cfg Config) (*Server, error) {
 				Fields:        base.AllFields,
 				IndexedFields: base.IndexedFields,
 				Intern:        shared.Object,
+				InternCached:  shared.Frozen,
 				HistorySize:   cfg.HistorySize,
 				Clock:         cfg.Clock,
 				Logger:        cfg.Logger,

@@ -8,7 +8,10 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 )
 
 // decodedNode returns node i as a decoder would: every string its own copy.
@@ -172,5 +175,104 @@ func TestADecodedNodeKeepsNoSpareRoomInItsLists(t *testing.T) {
 		if l.cap != l.len {
 			t.Errorf("%s: %d in room for %d", l.name, l.len, l.cap)
 		}
+	}
+}
+
+// listsOf returns a Node as a decoder would, with the given CPU and memory
+// capacity (allocatable the same) and images.
+func listsOf(cpu, memory string, images ...corev1.ContainerImage) *corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	n := decodedNode(1)
+	n.Status.Capacity, n.Status.Allocatable = res, res.DeepCopy()
+	n.Status.Images = images
+	return n
+}
+
+func image(size int64, names ...string) corev1.ContainerImage {
+	return corev1.ContainerImage{Names: names, SizeBytes: size}
+}
+
+func mapOf(l corev1.ResourceList) unsafe.Pointer { return reflect.ValueOf(l).UnsafePointer() }
+
+func TestFrozenNodesShareTheListsTheyRepeat(t *testing.T) {
+	pause, dns := image(320_368, "registry.k8s.io/pause:3.10"), image(18_562_039, "registry.k8s.io/coredns/coredns:v1.11.3")
+	for _, tt := range []struct {
+		name       string
+		a, b       *corev1.Node
+		resources  bool // capacity and allocatable shared
+		images     bool
+		modifiable bool // b goes through Object (it may be modified), not Frozen
+	}{
+		{"nodes of one machine type share capacity, allocatable and images",
+			listsOf("8", "32Gi", pause, dns), listsOf("8", "32Gi", pause, dns), true, true, false},
+		{"a quantity written another way but serialized alike is shared",
+			listsOf("8", "32Gi", pause), listsOf("8000m", "32768Mi", pause), true, true, false},
+		{"a different value is not shared",
+			listsOf("8", "32Gi", pause), listsOf("8", "31Gi", pause), false, true, false},
+		{"an equal value in another format is not shared",
+			listsOf("8", "1Ki", pause), listsOf("8", "1024", pause), false, true, false},
+		{"images in another order are not shared",
+			listsOf("8", "32Gi", pause, dns), listsOf("8", "32Gi", dns, pause), true, false, false},
+		{"an image of another size is not shared",
+			listsOf("8", "32Gi", pause), listsOf("8", "32Gi", image(1, "registry.k8s.io/pause:3.10")), true, false, false},
+		{"an object that may be modified shares no list",
+			listsOf("8", "32Gi", pause), listsOf("8", "32Gi", pause), false, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl := NewTable(0)
+			codec := json.NewSerializerWithOptions(json.DefaultMetaFactory, nil, nil, json.SerializerOptions{})
+			before, err := runtime.Encode(codec, tt.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl.Frozen(tt.a)
+			if tt.modifiable {
+				tbl.Object(tt.b)
+			} else {
+				tbl.Frozen(tt.b)
+			}
+			after, err := runtime.Encode(codec, tt.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(before) != string(after) {
+				t.Fatalf("sharing changed what the Node serializes to:\n%s\n%s", before, after)
+			}
+			a, b := &tt.a.Status, &tt.b.Status
+			if got := mapOf(a.Capacity) == mapOf(b.Capacity); got != tt.resources {
+				t.Errorf("capacity shared: %v, want %v", got, tt.resources)
+			}
+			if got := mapOf(a.Allocatable) == mapOf(b.Allocatable); got != tt.resources {
+				t.Errorf("allocatable shared: %v, want %v", got, tt.resources)
+			}
+			if got := unsafe.SliceData(a.Images) == unsafe.SliceData(b.Images); got != tt.images {
+				t.Errorf("images shared: %v, want %v", got, tt.images)
+			}
+		})
+	}
+}
+
+func TestATableSharesAtMostItsBoundOfLists(t *testing.T) {
+	tbl := NewTable(0)
+	for i := range maxLists + 10 {
+		tbl.Frozen(listsOf(fmt.Sprint(i+1), "1Gi"))
+	}
+	if n := len(tbl.resources) + len(tbl.images); n != maxLists {
+		t.Fatalf("the table holds %d lists, want its bound %d", n, maxLists)
+	}
+	a, b := listsOf("1", "1Gi"), listsOf(fmt.Sprint(maxLists+5), "1Gi")
+	tbl.Frozen(a)
+	tbl.Frozen(b)
+	if mapOf(a.Status.Capacity) == mapOf(b.Status.Capacity) {
+		t.Fatal("different lists were made one")
+	}
+	c := listsOf("1", "1Gi")
+	tbl.Frozen(c)
+	if mapOf(a.Status.Capacity) != mapOf(c.Status.Capacity) {
+		t.Error("a list kept before the bound is not handed out")
 	}
 }

@@ -280,7 +280,7 @@ func (c *cache) load(ctx context.Context) (int64, error) {
 		}
 		rev = res.Revision
 		for _, kv := range res.Items {
-			obj, err := c.s.decode(kv.Value, kv.ModRevision)
+			obj, err := c.s.decodeCached(kv.Value, kv.ModRevision)
 			if err != nil {
 				return 0, err
 			}
@@ -356,7 +356,7 @@ func (c *cache) apply(ev storage.Event) error {
 	if ev.Type == storage.EventDelete {
 		e.deleted = true
 	} else {
-		obj, err := c.s.decode(ev.Value, ev.Revision)
+		obj, err := c.s.decodeCached(ev.Value, ev.Revision)
 		if err != nil {
 			return err
 		}

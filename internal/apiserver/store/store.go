@@ -48,6 +48,10 @@ type Config struct {
 	// anyone else sees it, to share the strings objects repeat
 	// (internal/intern).
 	Intern func(obj any)
+	// InternCached, when set, is given instead of Intern every object the
+	// watch cache decodes: those are never modified (every reader shares
+	// them), so whole lists they repeat may be shared too (intern.Frozen).
+	InternCached func(obj any)
 	// HistorySize is how many recent events the watch cache keeps for
 	// watchers resuming from a resourceVersion (default 10000).
 	HistorySize int
@@ -128,6 +132,19 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 
 // decode turns a stored value into an object carrying resourceVersion rev.
 func (s *Store) decode(data []byte, rev int64) (runtime.Object, error) {
+	return s.decodeFor(data, rev, s.cfg.Intern)
+}
+
+// decodeCached is decode for the watch cache.
+func (s *Store) decodeCached(data []byte, rev int64) (runtime.Object, error) {
+	if s.cfg.InternCached != nil {
+		return s.decodeFor(data, rev, s.cfg.InternCached)
+	}
+	return s.decode(data, rev)
+}
+
+// decodeFor is decode, giving the object to intern (when non-nil).
+func (s *Store) decodeFor(data []byte, rev int64, intern func(obj any)) (runtime.Object, error) {
 	obj := s.cfg.NewFunc()
 	out, _, err := s.cfg.Codec.Decode(data, nil, obj)
 	if err != nil {
@@ -136,8 +153,8 @@ func (s *Store) decode(data []byte, rev int64) (runtime.Object, error) {
 	if err := setRV(out, rev); err != nil {
 		return nil, err
 	}
-	if s.cfg.Intern != nil {
-		s.cfg.Intern(out)
+	if intern != nil {
+		intern(out)
 	}
 	return out, nil
 }

@@ -148,12 +148,13 @@ func Run(ctx context.Context, cfg Config) error {
 func runTerm(ctx context.Context, cfg Config) {
 	var opts []informers.SharedInformerOption
 	if !cfg.SharedObjects {
-		// The informers keep one copy of the strings a fleet's Nodes
-		// repeat (internal/intern): the values are unchanged, so an
-		// object written back from the cache is the same object.
+		// The informers keep one copy of the strings and lists a fleet's
+		// Nodes repeat (internal/intern): the values are unchanged, so an
+		// object written back from the cache is the same object, and
+		// informer objects are never modified (controllers copy first).
 		shared := intern.NewTable(0)
 		opts = append(opts, informers.WithTransform(func(obj any) (any, error) {
-			shared.Object(obj)
+			shared.Frozen(obj)
 			return obj, nil
 		}))
 	}
