@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -13,13 +14,17 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 )
 
-func TestCachedNodesShareTheStringsTheyRepeat(t *testing.T) {
+func TestCachedNodesShareTheStringsAndListsTheyRepeat(t *testing.T) {
 	s, h := newTestServer(t, Config{})
 	var lastRV int64
 	for _, name := range []string{"n1", "n2"} {
 		node := map[string]any{
 			"metadata": map[string]any{"name": name, "labels": map[string]any{"topology.kubernetes.io/zone": "z1"}},
-			"status":   map[string]any{"images": []any{map[string]any{"names": []any{"registry.k8s.io/pause:3.10"}, "sizeBytes": 1}}},
+			"status": map[string]any{
+				"images":      []any{map[string]any{"names": []any{"registry.k8s.io/pause:3.10"}, "sizeBytes": 1}},
+				"capacity":    map[string]any{"cpu": "8", "memory": "32Gi", "pods": "110"},
+				"allocatable": map[string]any{"cpu": "7910m", "memory": "31Gi", "pods": "110"},
+			},
 		}
 		r := do(t, h, admin, "POST", "/api/v1/nodes", node)
 		if r.code != http.StatusCreated {
@@ -59,5 +64,24 @@ func TestCachedNodesShareTheStringsTheyRepeat(t *testing.T) {
 	}
 	if unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
 		t.Error("different names share bytes")
+	}
+	// The cache's objects are never modified, so Nodes of one machine type
+	// share their lists; an object read from storage for a caller that may
+	// modify it shares none.
+	if reflect.ValueOf(a.Status.Capacity).UnsafePointer() != reflect.ValueOf(b.Status.Capacity).UnsafePointer() ||
+		reflect.ValueOf(a.Status.Allocatable).UnsafePointer() != reflect.ValueOf(b.Status.Allocatable).UnsafePointer() {
+		t.Error("the two cached Nodes hold separate capacity or allocatable lists")
+	}
+	if unsafe.SliceData(a.Status.Images) != unsafe.SliceData(b.Status.Images) {
+		t.Error("the two cached Nodes hold separate image lists")
+	}
+	stored, err := st.Get(context.Background(), "", "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := stored.(*corev1.Node)
+	if reflect.ValueOf(sn.Status.Capacity).UnsafePointer() == reflect.ValueOf(a.Status.Capacity).UnsafePointer() ||
+		unsafe.SliceData(sn.Status.Images) == unsafe.SliceData(a.Status.Images) {
+		t.Error("a Node read from storage shares a list with the cache")
 	}
 }
