@@ -107,8 +107,11 @@ type cache struct {
 	objects map[string]*entry
 	rv      int64
 	ready   bool
-	// rvCh is closed (and replaced) whenever rv advances.
-	rvCh chan struct{}
+	// rvCh is closed (and replaced) when rv advances and a request waits
+	// on it (rvWaited, set under mu's read lock by the waiter): events
+	// nobody waits for allocate no channel.
+	rvCh     chan struct{}
+	rvWaited atomic.Bool
 
 	// history is a ring of the most recent events; oldest is the smallest
 	// revision a watch may resume from.
@@ -184,6 +187,7 @@ func (c *cache) waitFor(ctx context.Context, rv int64) error {
 	for {
 		c.mu.RLock()
 		ready, cur, ch := c.ready, c.rv, c.rvCh
+		c.rvWaited.Store(true)
 		c.mu.RUnlock()
 		if ready && cur >= rv {
 			return nil
@@ -310,8 +314,11 @@ func (c *cache) advanceLocked(rv int64) {
 		return
 	}
 	c.rv = rv
-	close(c.rvCh)
-	c.rvCh = make(chan struct{})
+	if c.rvWaited.Load() {
+		close(c.rvCh)
+		c.rvCh = make(chan struct{})
+		c.rvWaited.Store(false)
+	}
 }
 
 // follow applies storage events until the watch fails.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/storage"
@@ -52,7 +54,13 @@ func podFields(obj runtime.Object) fields.Set {
 
 func newPodStore(t *testing.T, backing storage.Interface, history, buffer int) *Store {
 	t.Helper()
-	s, err := New(Config{
+	return newPodStoreWith(t, backing, history, buffer, nil)
+}
+
+// newPodStoreWith is newPodStore with the config changed by edit (when non-nil).
+func newPodStoreWith(t *testing.T, backing storage.Interface, history, buffer int, edit func(*Config)) *Store {
+	t.Helper()
+	cfg := Config{
 		Storage:       backing,
 		Prefix:        "/registry/pods",
 		Resource:      schema.GroupResource{Resource: "pods"},
@@ -65,7 +73,11 @@ func newPodStore(t *testing.T, backing storage.Interface, history, buffer int) *
 		HistorySize:   history,
 		WatcherBuffer: buffer,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,5 +335,34 @@ func TestADrainedWatcherKeepsNoLargeQueue(t *testing.T) {
 	w.mu.Unlock()
 	if got != burst || kept > maxKeptQueue {
 		t.Errorf("got %d events, queue capacity %d after draining; want %d events and capacity <= %d", got, kept, burst, maxKeptQueue)
+	}
+}
+
+func TestAReadWaitingForARevisionWakesWhenTheCacheReachesIt(t *testing.T) {
+	// The fake clock never moves, so the wait's retry and deadline never
+	// fire: only the cache reaching the revision can end it.
+	clk := testingclock.NewFakeClock(time.Now())
+	s := newPodStoreWith(t, newEtcd(t), 100, 100, func(c *Config) { c.Clock = clk })
+	waitCache(t, s, mustCreate(t, s, pod("p0", "n1")))
+	for i := range 3 {
+		want := s.cache.currentRV() + 1
+		done := make(chan error, 1)
+		go func() { done <- s.cache.waitFor(context.Background(), want) }()
+		// A bounded poll until the read waits on the cache's channel.
+		for deadline := time.Now().Add(10 * time.Second); !s.cache.rvWaited.Load(); {
+			if time.Now().After(deadline) {
+				t.Fatal("the read never waited")
+			}
+			goruntime.Gosched()
+		}
+		mustCreate(t, s, pod(fmt.Sprintf("p%d", i+1), "n1"))
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("wait %d: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("wait %d for revision %d did not end when the cache reached it", i, want)
+		}
 	}
 }
