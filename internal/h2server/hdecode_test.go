@@ -89,7 +89,9 @@ var echoHeaders = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) 
 var request = []string{":method", "GET", ":scheme", "https", ":authority", "api.example", ":path", "/p?q=1"}
 
 // with is head followed by more, in a new slice.
-func with(head []string, more ...string) []string { return append(append([]string{}, head...), more...) }
+func with(head []string, more ...string) []string {
+	return append(append([]string{}, head...), more...)
+}
 
 func TestHeaderBlocksBecomeRequests(t *testing.T) {
 	tests := []struct {
