@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -162,17 +163,18 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.next.ServeHTTP(w, r)
 }
 
-// Deadline is how long LimitInFlight lets the handler of r run:
+// Deadline is how long LimitInFlight lets the handler of a request (its
+// method and URL) run:
 // RequestTimeout for a request to the API (/api, /apis) that is not
 // long-running, 0 (none given here) for any other. An HTTP/2 server that
 // puts it on the stream's context (h2server.Config.Deadline) saves
 // LimitInFlight a context and a copy of every request. Paths outside the
 // API get none: not every one goes through LimitInFlight, and a long-running
 // one among them (the zone view's event stream) must not end at it.
-func (cfg InFlightConfig) Deadline(r *http.Request) time.Duration {
-	p := r.URL.Path
+func (cfg InFlightConfig) Deadline(method string, u *url.URL) time.Duration {
+	p := u.Path
 	api := p == "/api" || p == "/apis" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/apis/")
-	if cfg.RequestTimeout <= 0 || !api || flowcontrol.IsLongRunning(r.Method, p, r.URL.RawQuery) {
+	if cfg.RequestTimeout <= 0 || !api || flowcontrol.IsLongRunning(method, p, u.RawQuery) {
 		return 0
 	}
 	return cfg.RequestTimeout

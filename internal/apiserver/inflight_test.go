@@ -205,7 +205,8 @@ func TestInFlightDeadlineIsGivenOnlyToAPIRequestsThatAreNotLongRunning(t *testin
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.cfg.Deadline(httptest.NewRequest(tt.method, tt.url, nil)); got != tt.want {
+			r := httptest.NewRequest(tt.method, tt.url, nil)
+			if got := tt.cfg.Deadline(r.Method, r.URL); got != tt.want {
 				t.Fatalf("Deadline = %v, want %v", got, tt.want)
 			}
 		})

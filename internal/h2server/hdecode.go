@@ -186,13 +186,13 @@ func (h *requestHead) finish(d *hpack.Decoder) error {
 }
 
 // request is the http.Request of a complete, valid block.
-func (h *requestHead) request(c *conn) (*http.Request, error) {
+func (h *requestHead) request(c *conn) (http.Request, error) {
 	if h.method == "" || h.path == "" || h.scheme == "" || h.method == http.MethodConnect || h.pseudo&pseudoProtocol != 0 {
-		return nil, errors.New("missing or unsupported pseudo-header")
+		return http.Request{}, errors.New("missing or unsupported pseudo-header")
 	}
 	u, err := url.ParseRequestURI(h.path)
 	if err != nil {
-		return nil, fmt.Errorf("path: %w", err)
+		return http.Request{}, fmt.Errorf("path: %w", err)
 	}
 	header := h.header
 	if header == nil {
@@ -210,7 +210,7 @@ func (h *requestHead) request(c *conn) (*http.Request, error) {
 			cl = n
 		}
 	}
-	return &http.Request{
+	return http.Request{
 		Method:        h.method,
 		URL:           u,
 		Proto:         "HTTP/2.0",

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -58,12 +59,13 @@ type Config struct {
 	// client that does not read for this long loses its connection.
 	// Default 60 s.
 	WriteTimeout time.Duration
-	// Deadline, if set, is how long the handler of r may run, from when
-	// its header block was read: the stream's context ends then (0: it ends
-	// only with the stream). A handler chain that would derive a context
-	// with the same deadline can use this one instead (LimitInFlight in
-	// internal/apiserver does), saving a context and a copy of the request.
-	Deadline func(r *http.Request) time.Duration
+	// Deadline, if set, is how long the handler of a request (its method
+	// and URL) may run, from when its header block was read: the stream's
+	// context ends then (0: it ends only with the stream). A handler chain
+	// that would derive a context with the same deadline can use this one
+	// instead (LimitInFlight in internal/apiserver does), saving a context
+	// and a copy of the request.
+	Deadline func(method string, u *url.URL) time.Duration
 	// Go runs a request's handler; r is the request it serves. Default:
 	// a new goroutine. The function must return promptly.
 	Go func(r *http.Request, fn func())

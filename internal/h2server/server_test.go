@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -278,8 +279,8 @@ func TestAStreamsContextEndsAtTheDeadlineItsRequestIsGiven(t *testing.T) {
 			fmt.Fprint(w, "the context did not end within 10 s")
 		}
 	})
-	url, client, _ := startServer(t, Config{Deadline: func(r *http.Request) time.Duration {
-		if r.URL.Path == "/short" {
+	url, client, _ := startServer(t, Config{Deadline: func(_ string, u *neturl.URL) time.Duration {
+		if u.Path == "/short" {
 			return 20 * time.Millisecond
 		}
 		return 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -188,13 +189,15 @@ func (c *conn) onHeaders(f *requestHead) error {
 	}
 	c.mu.Unlock()
 
-	req, err := f.request(c)
+	// The request is built here and copied once, with its context, to
+	// the heap (WithContext): built on the heap it would be two.
+	base, err := f.request(c)
 	if err != nil {
 		c.resetStream(id, http2.ErrCodeProtocol)
 		return nil //nolint:nilerr // a bad request ends its stream, not the connection
 	}
-	ctx, cancel := c.streamContext(req)
-	req = req.WithContext(ctx)
+	ctx, cancel := c.streamContext(base.Method, base.URL)
+	req := base.WithContext(ctx)
 	st := &stream{
 		c: c, id: id, req: req, cancel: cancel,
 		head:          req.Method == http.MethodHead,
@@ -222,11 +225,11 @@ func (c *conn) onHeaders(f *requestHead) error {
 	return nil
 }
 
-// streamContext is the context of r's stream: it ends with the stream, or
-// at the deadline Config.Deadline gives r.
-func (c *conn) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+// streamContext is the context of a request's stream: it ends with the
+// stream, or at the deadline Config.Deadline gives the request.
+func (c *conn) streamContext(method string, u *url.URL) (context.Context, context.CancelFunc) {
 	if d := c.srv.cfg.Deadline; d != nil {
-		if t := d(r); t > 0 {
+		if t := d(method, u); t > 0 {
 			return context.WithTimeout(c.baseCtx, t)
 		}
 	}
