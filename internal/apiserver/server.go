@@ -182,7 +182,7 @@ func New(cfg Config) (*Server, error) {
 				Namespaced:    base.Namespaced,
 				NewFunc:       base.New,
 				Codec:         codec,
-				Fields:        base.AllFields,
+				Fields:        base.AppendFields,
 				IndexedFields: base.IndexedFields,
 				Intern:        shared.Object,
 				InternCached:  shared.Frozen,

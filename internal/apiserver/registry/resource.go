@@ -151,26 +151,32 @@ func (r *Resource) Prefix() string {
 	return "/registry/" + r.GroupVersion.Group + "/" + r.Resource
 }
 
-// ObjectMetaFields returns the metadata fields every resource supports.
-func ObjectMetaFields(obj runtime.Object, namespaced bool) fields.Set {
+// AppendFields appends obj's field-selector fields to dst as name, value
+// pairs — the metadata fields every resource supports, then the
+// resource's own — and returns the extended slice.
+func (r *Resource) AppendFields(dst []string, obj runtime.Object) []string {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
-		return fields.Set{}
+		return dst
 	}
-	set := fields.Set{"metadata.name": accessor.GetName()}
-	if namespaced {
-		set["metadata.namespace"] = accessor.GetNamespace()
+	dst = append(dst, "metadata.name", accessor.GetName())
+	if r.Namespaced {
+		dst = append(dst, "metadata.namespace", accessor.GetNamespace())
 	}
-	return set
+	if r.Fields != nil {
+		for k, v := range r.Fields(obj) {
+			dst = append(dst, k, v)
+		}
+	}
+	return dst
 }
 
 // AllFields returns the resource's field set for obj.
 func (r *Resource) AllFields(obj runtime.Object) fields.Set {
-	set := ObjectMetaFields(obj, r.Namespaced)
-	if r.Fields != nil {
-		for k, v := range r.Fields(obj) {
-			set[k] = v
-		}
+	pairs := r.AppendFields(nil, obj)
+	set := make(fields.Set, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		set[pairs[i]] = pairs[i+1]
 	}
 	return set
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -48,21 +47,22 @@ type entry struct {
 
 // newEntry caches obj with its field-selector fields.
 func (c *cache) newEntry(obj runtime.Object) *entry {
-	return &entry{obj: obj, fields: compactFields(c.s.cfg.Fields(obj))}
+	return &entry{obj: obj, fields: c.s.fieldsOf(obj)}
 }
 
-// fieldSet is a cached object's field-selector fields as a short slice,
-// searched in order (two to four fields). A fields.Set is a map: about 1 KB per cached object for
-// two or three fields, kept for every object and every version in the
-// history; the slice is about 100 bytes.
-type fieldSet []fieldPair
+// fieldSet is a cached object's field-selector fields as name, value
+// pairs in a short slice, searched in order (two to four fields). A
+// fields.Set is a map: about 1 KB per cached object for two or three
+// fields, kept for every object and every version in the history; the
+// slice is about 100 bytes and is built without a map.
+type fieldSet []string
 
-type fieldPair struct{ name, value string }
-
-func compactFields(m fields.Set) fieldSet {
-	f := make(fieldSet, 0, len(m))
-	for k, v := range m {
-		f = append(f, fieldPair{k, v})
+// fieldsOf returns obj's field-selector fields.
+func (s *Store) fieldsOf(obj runtime.Object) fieldSet {
+	n := s.fieldsLen.Load()
+	f := s.cfg.Fields(make([]string, 0, n), obj)
+	if int32(len(f)) != n {
+		s.fieldsLen.Store(int32(len(f)))
 	}
 	return f
 }
@@ -80,9 +80,9 @@ func (f fieldSet) Get(name string) string {
 }
 
 func (f fieldSet) lookup(name string) (string, bool) {
-	for _, p := range f {
-		if p.name == name {
-			return p.value, true
+	for i := 0; i+1 < len(f); i += 2 {
+		if f[i] == name {
+			return f[i+1], true
 		}
 	}
 	return "", false

@@ -4,11 +4,18 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestFieldSetSelectsAsTheMapItReplaces(t *testing.T) {
 	set := fields.Set{"metadata.name": "n1", "metadata.namespace": "", "spec.nodeName": "node-7", "status.phase": "Running"}
-	compact := compactFields(set)
+	pairs := func(dst []string, _ runtime.Object) []string {
+		for k, v := range set {
+			dst = append(dst, k, v)
+		}
+		return dst
+	}
+	compact := (&Store{cfg: Config{Fields: pairs}}).fieldsOf(nil)
 	for _, tt := range []struct{ name, selector string }{
 		{"an exact match on a field it has", "spec.nodeName=node-7"},
 		{"an exact match on another value", "spec.nodeName=node-8"},

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,8 +40,10 @@ type Config struct {
 	NewFunc    func() runtime.Object
 	// Codec encodes and decodes stored values.
 	Codec runtime.Codec
-	// Fields returns the field-selector fields of an object.
-	Fields func(obj runtime.Object) fields.Set
+	// Fields appends an object's field-selector fields to dst as name,
+	// value pairs, each name once, and returns the extended slice
+	// (registry.Resource.AppendFields).
+	Fields func(dst []string, obj runtime.Object) []string
 	// IndexedFields are fields (from Fields) whose exact-match selectors are
 	// indexed for watch fan-out, e.g. "metadata.name", "spec.nodeName".
 	IndexedFields []string
@@ -66,6 +69,10 @@ type Config struct {
 type Store struct {
 	cfg   Config
 	cache *cache
+	// fieldsLen is the length of the last field set built: a resource's
+	// objects all have the same fields, so the next one is allocated at
+	// its exact size.
+	fieldsLen atomic.Int32
 }
 
 // New validates cfg and returns a store. Call Run to start its watch cache.
@@ -342,7 +349,7 @@ func (s *Store) ListFromStorage(ctx context.Context, p Predicate, rev int64, sta
 			if err != nil {
 				return ListPage{}, err
 			}
-			if !p.matches(obj, s.cfg.Fields(obj)) {
+			if !p.matches(obj, s.fieldsOf(obj)) {
 				continue
 			}
 			page.Items = append(page.Items, obj)

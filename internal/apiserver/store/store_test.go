@@ -47,9 +47,9 @@ func newEtcd(t *testing.T) storage.Interface {
 	return st
 }
 
-func podFields(obj runtime.Object) fields.Set {
+func podFields(dst []string, obj runtime.Object) []string {
 	p := obj.(*corev1.Pod)
-	return fields.Set{"metadata.name": p.Name, "metadata.namespace": p.Namespace, "spec.nodeName": p.Spec.NodeName}
+	return append(dst, "metadata.name", p.Name, "metadata.namespace", p.Namespace, "spec.nodeName", p.Spec.NodeName)
 }
 
 func newPodStore(t *testing.T, backing storage.Interface, history, buffer int) *Store {
@@ -275,7 +275,7 @@ func TestACacheOfAQuietResourceCatchesUpToTheStoreRevision(t *testing.T) {
 		GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Namespaced: true,
 		NewFunc: func() runtime.Object { return &coordinationv1.Lease{} },
 		Codec:   protobuf.NewSerializer(scheme.Scheme, scheme.Scheme),
-		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
+		Fields:  func(dst []string, _ runtime.Object) []string { return dst },
 	})
 	if err != nil {
 		t.Fatal(err)
