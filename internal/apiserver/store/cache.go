@@ -187,9 +187,12 @@ func (c *cache) waitFor(ctx context.Context, rv int64) error {
 	for {
 		c.mu.RLock()
 		ready, cur, ch := c.ready, c.rv, c.rvCh
-		c.rvWaited.Store(true)
+		reached := ready && cur >= rv
+		if !reached {
+			c.rvWaited.Store(true)
+		}
 		c.mu.RUnlock()
-		if ready && cur >= rv {
+		if reached {
 			return nil
 		}
 		if ready {
