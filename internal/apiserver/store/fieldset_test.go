@@ -45,3 +45,20 @@ func TestFieldSetSelectsAsTheMapItReplaces(t *testing.T) {
 		t.Error("a field the object does not have is found")
 	}
 }
+
+func TestACachedObjectsFieldSetKeepsNoSpareRoom(t *testing.T) {
+	s := &Store{cfg: Config{Fields: func(dst []string, _ runtime.Object) []string {
+		return append(dst, "metadata.name", "n1", "metadata.namespace", "kube-node-lease")
+	}}}
+	for i := range 3 {
+		f := s.fieldsOf(nil)
+		if len(f) != 4 || f.Get("metadata.namespace") != "kube-node-lease" {
+			t.Fatalf("object %d: field set %q", i, f)
+		}
+		// The first set is grown by appending; every later one is made at
+		// the size the resource's sets have.
+		if i > 0 && cap(f) != len(f) {
+			t.Errorf("object %d: a field set of %d strings keeps room for %d", i, len(f), cap(f))
+		}
+	}
+}
