@@ -51,9 +51,10 @@ type Config struct {
 	// anyone else sees it, to share the strings objects repeat
 	// (internal/intern).
 	Intern func(obj any)
-	// InternCached, when set, is given instead of Intern every object the
-	// watch cache decodes: those are never modified (every reader shares
-	// them), so whole lists they repeat may be shared too (intern.Frozen).
+	// InternCached is given instead of Intern every object the watch
+	// cache decodes: those are never modified (every reader shares them),
+	// so whole lists they repeat may be shared too (intern.Frozen). Unset,
+	// it is Intern.
 	InternCached func(obj any)
 	// HistorySize is how many recent events the watch cache keeps for
 	// watchers resuming from a resourceVersion (default 10000).
@@ -91,6 +92,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.InternCached == nil {
+		cfg.InternCached = cfg.Intern
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -144,10 +148,7 @@ func (s *Store) decode(data []byte, rev int64) (runtime.Object, error) {
 
 // decodeCached is decode for the watch cache.
 func (s *Store) decodeCached(data []byte, rev int64) (runtime.Object, error) {
-	if s.cfg.InternCached != nil {
-		return s.decodeFor(data, rev, s.cfg.InternCached)
-	}
-	return s.decode(data, rev)
+	return s.decodeFor(data, rev, s.cfg.InternCached)
 }
 
 // decodeFor is decode, giving the object to intern (when non-nil).

@@ -375,11 +375,7 @@ func (s *server) buildHandler() (http.Handler, error) {
 	protected.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	protected.Handle("/openapi/", s.docs.Handler())
 	protected.Handle("/swagger-2.0.0.pb-v1", s.docs.Handler())
-	limited, err := apiserver.LimitInFlight(s.api, apiserver.InFlightConfig{
-		Seats:          s.opts.MaxRequestsInflight + s.opts.MaxMutatingRequestsInflight,
-		RequestTimeout: s.opts.RequestTimeout,
-		Registerer:     s.reg,
-	})
+	limited, err := apiserver.LimitInFlight(s.api, s.inFlightConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -478,6 +474,16 @@ type httpServer interface {
 	Close() error
 }
 
+// inFlightConfig is the API's in-flight limit: the one LimitInFlight
+// enforces and whose request deadline the HTTP/2 server gives a stream.
+func (s *server) inFlightConfig() apiserver.InFlightConfig {
+	return apiserver.InFlightConfig{
+		Seats:          s.opts.MaxRequestsInflight + s.opts.MaxMutatingRequestsInflight,
+		RequestTimeout: s.opts.RequestTimeout,
+		Registerer:     s.reg,
+	}
+}
+
 // serve serves handler over TLS on ln, short requests on warm workers;
 // the channel receives the error that ends serving.
 func (s *server) serve(ln net.Listener, handler http.Handler) (httpServer, <-chan error) {
@@ -502,7 +508,7 @@ func (s *server) serve(ln net.Listener, handler http.Handler) (httpServer, <-cha
 			IdleTimeout:          srv.IdleTimeout,
 			// The API's requests get LimitInFlight's deadline as their
 			// stream starts: it then derives no context of its own.
-			Deadline: apiserver.InFlightConfig{RequestTimeout: s.opts.RequestTimeout}.Deadline,
+			Deadline: s.inFlightConfig().Deadline,
 			Go:       workers.GoServe,
 			Logger:   s.log.With("component", "http2"),
 		}).Serve(srv, ln, handler)
