@@ -91,6 +91,12 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.next.ServeHTTP(w, r)
 		return
 	}
+	if err := r.Context().Err(); err != nil {
+		// It waited past its deadline, or its client went away (a reset
+		// HTTP/2 stream): serving it would be work nobody waits for.
+		writeStatus(w, r, requestTimeout(l.cfg.RequestTimeout))
+		return
+	}
 	req := flowcontrol.Request{Path: r.URL.Path}
 	if u, ok := authn.UserFrom(r.Context()); ok {
 		req.User, req.Groups = u.Name, u.Groups

@@ -395,3 +395,37 @@ func TestLimitInFlightListTakesTheWidthOfItsWorkEstimate(t *testing.T) {
 		t.Errorf("seats held after the LIST: got %d, want 0", got)
 	}
 }
+
+func TestLimitInFlightDropsARequestWhoseContextEndedWhileItWaited(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(context.Context) (context.Context, context.CancelFunc)
+	}{
+		{"its deadline passed", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithDeadline(ctx, time.Now().Add(-time.Second))
+		}},
+		{"its client went away", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx, cancel
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := asUser(httptest.NewRequest(http.MethodPut, nodeLeasePath+"n1", strings.NewReader("the lease")), adminUser)
+			ctx, cancel := tt.end(req.Context())
+			defer cancel()
+			served := false
+			h := mustLimit(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served = true }),
+				InFlightConfig{Seats: 20, RequestTimeout: time.Minute})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req.WithContext(ctx))
+			if served {
+				t.Fatal("the handler served a request nobody waits for")
+			}
+			if rec.Code != http.StatusGatewayTimeout {
+				t.Errorf("status %d, want 504", rec.Code)
+			}
+		})
+	}
+}

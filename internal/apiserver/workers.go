@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
-	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/flowcontrol"
 )
@@ -31,9 +34,11 @@ func (p *WarmWorkers) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// GoServe starts fn, which serves r, and does not wait for it: on a worker
-// when r is not long-running and one is idle or can be started, else on a
-// new goroutine. fn must not panic (a server that starts handlers this way
+// GoServe starts fn, which serves r, and does not wait for it: on a new
+// goroutine when r is long-running, else on an idle worker, on a new one
+// while the pool is below its size, or, with every worker busy, on the
+// first worker that becomes free (the requests waiting are served oldest
+// first). fn must not panic (a server that starts handlers this way
 // recovers in fn itself). It is how a server that starts its own handler
 // goroutines (internal/h2server) puts short requests on warm stacks without
 // a second hand-off.
@@ -43,14 +48,44 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 		return
 	}
 	t := &warmTask{fn: fn}
-	select {
-	case p.tasks <- t:
-	default:
-		if !p.spawn(t) {
-			go fn()
-		}
+	p.mu.Lock()
+	if w := p.idleWorkerLocked(); w != nil {
+		p.mu.Unlock()
+		w <- t
+		return
 	}
+	if p.running < p.max {
+		p.running++
+		p.mu.Unlock()
+		go p.work(t)
+		return
+	}
+	now := p.clock.Now()
+	if p.queue.len() == 0 {
+		p.progress = now
+	} else if !p.stalled && now.Sub(p.progress) > StallAfter {
+		p.stalled = true
+	}
+	if !p.stalled {
+		p.queue.push(t)
+		p.mu.Unlock()
+		return
+	}
+	// Every worker is blocked (on storage, on a slow client's body), not
+	// busy: waiting for one would only add the stall to every request.
+	// Serve the queued requests and this one on goroutines of their own,
+	// as without the pool, until a worker is free again.
+	queued := p.queue.drain()
+	p.mu.Unlock()
+	for _, q := range queued {
+		go q.fn()
+	}
+	go fn()
 }
+
+// StallAfter is how long a queued request may wait while no worker takes
+// one before the pool stops queueing (GoServe).
+const StallAfter = time.Second
 
 // WarmWorkers runs short requests on long-lived goroutines.
 //
@@ -60,20 +95,46 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 // grew its stack two or three times, each a copy of every frame: 7 % of the
 // server's CPU at 2,500 renewals/s (docs/performance.md). A worker's stack
 // has grown already, so a request handed to one starts with the room it
-// needs. The hand-off costs two channel operations.
+// needs. The hand-off costs a lock and a channel operation.
 //
-// A request waits for no worker: when none is idle and the pool is at its
-// size, the request runs on its own goroutine as before. A panic in a
-// worker is carried back and raised again on the request's goroutine, so
-// net/http handles it exactly as before (http.ErrAbortHandler included).
+// The pool also decides where a saturated server's backlog waits
+// (GoServe). Started each on a goroutine of its own, the requests read
+// became thousands of runnable goroutines, and the Go scheduler ran the
+// connections' readers behind all of them (a reader woken by the network,
+// or preempted, waits in the scheduler's global queue, which a busy
+// processor serves one turn in 61): requests waited unread in the sockets
+// until their clients timed out. Now a request that finds every worker busy
+// waits in the pool's queue, and a worker takes the next one only after
+// yielding to the goroutines already waiting to run, the readers among
+// them. The readers keep the sockets drained, at most max handlers are
+// runnable, and the backlog waits where a request whose client has gone,
+// or whose deadline has passed, is dropped without being served
+// (LimitInFlight). When no worker has taken a queued request for
+// StallAfter, the workers are blocked rather than busy (storage stalls,
+// slow clients' bodies): the pool then starts every request on a goroutine
+// of its own again until a worker is free, so a blocked worker never
+// holds up a request that could be served.
+//
+// A request from run (net/http's and the in-process clients' path) waits
+// for no worker: when none is idle and the pool is at its size, it runs on
+// its own goroutine as before. A panic in a worker is carried back and
+// raised again on the request's goroutine, so net/http handles it exactly
+// as before (http.ErrAbortHandler included).
 type WarmWorkers struct {
-	tasks   chan *warmTask
-	max     int32
-	running atomic.Int32
+	max   int
+	clock clock.PassiveClock
+
+	mu       sync.Mutex
+	running  int
+	idle     []chan *warmTask // parked workers' hand-off channels, the last parked on top
+	queue    taskQueue        // GoServe's requests waiting for a worker, oldest first
+	progress time.Time        // when a worker last took a queued request, or the queue last filled from empty
+	stalled  bool             // no worker took a queued request for StallAfter: GoServe queues nothing
 }
 
-// warmTask is one request for a worker; tasks are pooled with their done
-// channel. A task from GoServe has no done channel: nobody waits for it.
+// warmTask is one request for a worker; tasks of run are pooled with their
+// done channel. A task from GoServe has no done channel: nobody waits for
+// it.
 type warmTask struct {
 	fn   func()
 	done chan any // the panic value, or nil
@@ -83,7 +144,26 @@ var warmTasks = sync.Pool{New: func() any { return &warmTask{done: make(chan any
 
 // NewWarmWorkers returns a pool of at most max workers, started on demand.
 func NewWarmWorkers(max int) *WarmWorkers {
-	return &WarmWorkers{tasks: make(chan *warmTask), max: int32(max)}
+	return &WarmWorkers{max: max, clock: clock.RealClock{}}
+}
+
+// Workers is how many workers the pool has started (idle or busy).
+func (p *WarmWorkers) Workers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}
+
+// idleWorkerLocked takes the worker parked last, if any; mu is held.
+func (p *WarmWorkers) idleWorkerLocked() chan *warmTask {
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	w := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	return w
 }
 
 // run calls fn on a worker, or on the calling goroutine when none is free,
@@ -91,15 +171,21 @@ func NewWarmWorkers(max int) *WarmWorkers {
 func (p *WarmWorkers) run(fn func()) {
 	t := warmTasks.Get().(*warmTask)
 	t.fn = fn
-	select {
-	case p.tasks <- t: // an idle worker took it
+	p.mu.Lock()
+	switch w := p.idleWorkerLocked(); {
+	case w != nil:
+		p.mu.Unlock()
+		w <- t
+	case p.running < p.max:
+		p.running++
+		p.mu.Unlock()
+		go p.work(t)
 	default:
-		if !p.spawn(t) {
-			t.fn = nil
-			warmTasks.Put(t)
-			fn()
-			return
-		}
+		p.mu.Unlock()
+		t.fn = nil
+		warmTasks.Put(t)
+		fn()
+		return
 	}
 	v := <-t.done
 	t.fn = nil
@@ -116,30 +202,18 @@ func (p *WarmWorkers) run(fn func()) {
 // runtime.Goexit: the caller ends its own the same way.
 var errGoexit = errors.New("the handler called runtime.Goexit")
 
-// spawn starts a worker with t as its first task, unless the pool is full.
-func (p *WarmWorkers) spawn(t *warmTask) bool {
-	for {
-		n := p.running.Load()
-		if n >= p.max {
-			return false
-		}
-		if p.running.CompareAndSwap(n, n+1) {
-			break
-		}
-	}
-	go p.work(t)
-	return true
-}
-
 // work runs tasks until the process ends: workers are few (bounded by
 // max) and idle ones cost only their stack.
 func (p *WarmWorkers) work(t *warmTask) {
+	next := make(chan *warmTask, 1)
 	returned := false
 	defer func() {
 		// Only runtime.Goexit in a task gets here without returning: the
 		// worker is gone, its caller must not wait.
 		if !returned {
-			p.running.Add(-1)
+			p.mu.Lock()
+			p.running--
+			p.mu.Unlock()
 			if t.done != nil {
 				t.done <- errGoexit
 			}
@@ -153,9 +227,63 @@ func (p *WarmWorkers) work(t *warmTask) {
 		} else if v != nil {
 			panic(v) // GoServe's fn must recover its own panics
 		}
-		t = <-p.tasks
+		p.mu.Lock()
+		p.stalled = false
+		if q := p.queue.pop(); q != nil {
+			p.progress = p.clock.Now()
+			p.mu.Unlock()
+			// Requests are waiting: the server is saturated. Go behind
+			// the goroutines already waiting to run, the connections'
+			// readers among them, so that reading stays ahead of serving.
+			runtime.Gosched()
+			t = q
+		} else {
+			p.idle = append(p.idle, next)
+			p.mu.Unlock()
+			t = <-next
+		}
 		returned = false
 	}
+}
+
+// taskQueue is a FIFO of tasks. Its backing array is reused: the tasks
+// left are moved down once at least half of it has been taken, so it stays
+// within twice the longest the queue has been.
+type taskQueue struct {
+	tasks []*warmTask
+	head  int
+}
+
+func (q *taskQueue) len() int { return len(q.tasks) - q.head }
+
+func (q *taskQueue) push(t *warmTask) {
+	if q.head > 0 && q.head >= len(q.tasks)/2 {
+		n := copy(q.tasks, q.tasks[q.head:])
+		clear(q.tasks[n:])
+		q.tasks, q.head = q.tasks[:n], 0
+	}
+	q.tasks = append(q.tasks, t)
+}
+
+// drain takes every task, oldest first, and empties the queue.
+func (q *taskQueue) drain() []*warmTask {
+	tasks := slices.Clone(q.tasks[q.head:])
+	clear(q.tasks)
+	q.tasks, q.head = q.tasks[:0], 0
+	return tasks
+}
+
+func (q *taskQueue) pop() *warmTask {
+	if q.len() == 0 {
+		return nil
+	}
+	t := q.tasks[q.head]
+	q.tasks[q.head] = nil
+	q.head++
+	if q.head == len(q.tasks) {
+		q.tasks, q.head = q.tasks[:0], 0
+	}
+	return t
 }
 
 // call runs fn and returns what it panicked with, if anything. The stack of

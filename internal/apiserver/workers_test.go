@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestWarmWorkers(t *testing.T) {
@@ -18,12 +21,12 @@ func TestWarmWorkers(t *testing.T) {
 		p := NewWarmWorkers(2)
 		done := false
 		p.run(func() { done = true })
-		if !done || p.running.Load() != 1 {
-			t.Fatalf("done %v, workers %d: want the function run on one new worker", done, p.running.Load())
+		if !done || p.Workers() != 1 {
+			t.Fatalf("done %v, workers %d: want the function run on one new worker", done, p.Workers())
 		}
 		p.run(func() {})
-		if p.running.Load() != 1 {
-			t.Errorf("workers %d after a second request, want the idle worker reused", p.running.Load())
+		if p.Workers() != 1 {
+			t.Errorf("workers %d after a second request, want the idle worker reused", p.Workers())
 		}
 	})
 
@@ -41,7 +44,7 @@ func TestWarmWorkers(t *testing.T) {
 			t.Fatal("the second request waited for the busy worker")
 		}
 		close(release)
-		if n := p.running.Load(); n != 1 {
+		if n := p.Workers(); n != 1 {
 			t.Errorf("%d workers, want the limit of 1", n)
 		}
 	})
@@ -57,8 +60,8 @@ func TestWarmWorkers(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if count != 200 || p.running.Load() > 4 {
-			t.Errorf("%d of 200 ran on %d workers (limit 4)", count, p.running.Load())
+		if count != 200 || p.Workers() > 4 {
+			t.Errorf("%d of 200 ran on %d workers (limit 4)", count, p.Workers())
 		}
 	})
 
@@ -75,8 +78,8 @@ func TestWarmWorkers(t *testing.T) {
 		}
 		ran := false
 		p.run(func() { ran = true })
-		if !ran || p.running.Load() != 1 {
-			t.Errorf("after the panic: ran %v on %d workers, want the same worker to serve again", ran, p.running.Load())
+		if !ran || p.Workers() != 1 {
+			t.Errorf("after the panic: ran %v on %d workers, want the same worker to serve again", ran, p.Workers())
 		}
 	})
 
@@ -91,7 +94,7 @@ func TestWarmWorkers(t *testing.T) {
 		if <-returned {
 			t.Fatal("run returned after the task called runtime.Goexit")
 		}
-		if n := p.running.Load(); n != 0 {
+		if n := p.Workers(); n != 0 {
 			t.Errorf("%d workers, want the exited one gone", n)
 		}
 		ran := false
@@ -132,11 +135,11 @@ func TestOnWarmWorkers(t *testing.T) {
 		p := NewWarmWorkers(1)
 		h := p.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes?watch=true", nil))
-		if n := p.running.Load(); n != 0 {
+		if n := p.Workers(); n != 0 {
 			t.Fatalf("%d workers after a watch, want none", n)
 		}
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes", nil))
-		if n := p.running.Load(); n != 1 {
+		if n := p.Workers(); n != 1 {
 			t.Fatalf("%d workers after a list, want 1", n)
 		}
 	})
@@ -172,28 +175,18 @@ func TestGoServe(t *testing.T) {
 		release, ran := make(chan struct{}), make(chan struct{})
 		r := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
 		p.GoServe(r, func() { <-release; close(ran) })
-		if n := p.running.Load(); n != 1 {
+		if n := p.Workers(); n != 1 {
 			t.Fatalf("%d workers, want the request on one new worker", n)
 		}
 		close(release)
 		<-ran
-		// The worker is idle again: the next request reuses it.
+		// The worker is idle again (or about to be): the next request
+		// reuses it, and no second worker is started.
 		done := make(chan struct{})
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			select {
-			case p.tasks <- &warmTask{fn: func() { close(done) }}:
-			default:
-				if time.Now().After(deadline) {
-					t.Fatal("the worker never became idle")
-				}
-				runtime.Gosched()
-				continue
-			}
-			break
-		}
+		p.GoServe(r, func() { close(done) })
 		<-done
-		if n := p.running.Load(); n != 1 {
-			t.Errorf("%d workers, want the idle one reused", n)
+		if n := p.Workers(); n != 1 {
+			t.Errorf("%d workers, want the one reused", n)
 		}
 	})
 
@@ -202,28 +195,102 @@ func TestGoServe(t *testing.T) {
 		release, ran := make(chan struct{}), make(chan struct{})
 		r := httptest.NewRequest("GET", "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1", nil)
 		p.GoServe(r, func() { <-release; close(ran) })
-		if n := p.running.Load(); n != 0 {
+		if n := p.Workers(); n != 0 {
 			t.Fatalf("%d workers, want none for a watch", n)
 		}
 		close(release)
 		<-ran
 	})
 
-	t.Run("with every worker busy a short request starts on its own goroutine", func(t *testing.T) {
+	t.Run("with every worker busy, requests wait and are served oldest first by the first worker free", func(t *testing.T) {
 		p := NewWarmWorkers(1)
 		release := make(chan struct{})
-		defer close(release)
 		r := httptest.NewRequest("GET", "/api/v1/nodes/n1", nil)
 		p.GoServe(r, func() { <-release })
-		ran := make(chan struct{})
-		p.GoServe(r, func() { close(ran) })
-		select {
-		case <-ran:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the second request did not run while the only worker was busy")
+		var (
+			mu    sync.Mutex
+			order []int
+			wg    sync.WaitGroup
+		)
+		for i := range 5 {
+			wg.Add(1)
+			p.GoServe(r, func() { mu.Lock(); order = append(order, i); mu.Unlock(); wg.Done() })
 		}
-		if n := p.running.Load(); n != 1 {
+		mu.Lock()
+		started := len(order)
+		mu.Unlock()
+		if started != 0 {
+			t.Fatalf("%d queued requests ran while the only worker was busy", started)
+		}
+		close(release)
+		wg.Wait()
+		if want := []int{0, 1, 2, 3, 4}; !slices.Equal(order, want) {
+			t.Errorf("served in order %v, want %v", order, want)
+		}
+		if n := p.Workers(); n != 1 {
 			t.Errorf("%d workers, want the limit of 1", n)
+		}
+	})
+
+	t.Run("requests from many goroutines at once are all served, on no more workers than the limit", func(t *testing.T) {
+		p := NewWarmWorkers(3)
+		r := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
+		var served sync.WaitGroup
+		var senders sync.WaitGroup
+		for range 8 {
+			senders.Go(func() {
+				for range 500 {
+					served.Add(1)
+					p.GoServe(r, served.Done)
+				}
+			})
+		}
+		senders.Wait()
+		finished := make(chan struct{})
+		go func() { served.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(30 * time.Second):
+			t.Fatal("some of 4,000 requests were never served: a request was queued with no worker to take it")
+		}
+		if n := p.Workers(); n > 3 {
+			t.Errorf("%d workers, want at most 3", n)
+		}
+	})
+
+	t.Run("when no worker has taken a queued request for StallAfter, queued and new requests start on their own", func(t *testing.T) {
+		p := NewWarmWorkers(1)
+		clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
+		p.clock = clk
+		release := make(chan struct{})
+		r := httptest.NewRequest("POST", "/api/v1/namespaces/a/configmaps", nil)
+		p.GoServe(r, func() { <-release }) // the only worker, blocked
+		queued, fresh := make(chan struct{}), make(chan struct{})
+		p.GoServe(r, func() { close(queued) })
+		clk.SetTime(clk.Now().Add(StallAfter / 2))
+		inTime := make(chan struct{})
+		p.GoServe(r, func() { close(inTime) })
+		select {
+		case <-queued:
+			t.Fatal("a queued request ran before the stall was declared")
+		default:
+		}
+		clk.SetTime(clk.Now().Add(StallAfter))
+		p.GoServe(r, func() { close(fresh) })
+		for name, ch := range map[string]chan struct{}{"the first queued": queued, "the second queued": inTime, "the new": fresh} {
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s request did not run while the worker stayed blocked", name)
+			}
+		}
+		close(release)
+		// The worker is free again: requests go back to it.
+		done := make(chan struct{})
+		p.GoServe(r, func() { close(done) })
+		<-done
+		if n := p.Workers(); n != 1 {
+			t.Errorf("%d workers, want the one", n)
 		}
 	})
 }
