@@ -84,7 +84,9 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 }
 
 // StallAfter is how long a queued request may wait while no worker takes
-// one before the pool stops queueing (GoServe).
+// one before the pool stops queueing (GoServe). The stall is noticed by
+// the next request that arrives: on a server receiving none, a request
+// queued behind blocked workers waits for one of them.
 const StallAfter = time.Second
 
 // WarmWorkers runs short requests on long-lived goroutines.
