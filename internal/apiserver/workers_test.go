@@ -294,3 +294,20 @@ func TestGoServe(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkGoServe is the hand-off of a short request to a warm worker
+// (GoServe) and the worker's return to the pool, with as many requests in
+// flight as the benchmark's goroutines; docs/performance.md records it.
+func BenchmarkGoServe(b *testing.B) {
+	p := NewWarmWorkers(256)
+	r := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		done := make(chan struct{}, 1)
+		fn := func() { done <- struct{}{} }
+		for pb.Next() {
+			p.GoServe(r, fn)
+			<-done
+		}
+	})
+}
