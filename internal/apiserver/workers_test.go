@@ -180,8 +180,9 @@ func TestGoServe(t *testing.T) {
 		}
 		close(release)
 		<-ran
-		// The worker is idle again (or about to be): the next request
-		// reuses it, and no second worker is started.
+		// Once the worker is idle again the next request reuses it: no
+		// second worker is started.
+		waitIdle(t, p, 1)
 		done := make(chan struct{})
 		p.GoServe(r, func() { close(done) })
 		<-done
@@ -286,11 +287,15 @@ func TestGoServe(t *testing.T) {
 		}
 		close(release)
 		// The worker is free again: requests go back to it.
-		done := make(chan struct{})
-		p.GoServe(r, func() { close(done) })
-		<-done
-		if n := p.Workers(); n != 1 {
-			t.Errorf("%d workers, want the one", n)
+		waitIdle(t, p, 1)
+		release = make(chan struct{})
+		defer close(release)
+		p.GoServe(r, func() { <-release })
+		p.mu.Lock()
+		idle, stalled := len(p.idle), p.stalled
+		p.mu.Unlock()
+		if idle != 0 || stalled {
+			t.Errorf("after the stall: %d workers idle, stalled %v; want the request on the worker", idle, stalled)
 		}
 	})
 }
@@ -310,4 +315,21 @@ func BenchmarkGoServe(b *testing.B) {
 			<-done
 		}
 	})
+}
+
+// waitIdle waits until n of p's workers are parked, failing the test after
+// 10 s.
+func waitIdle(t *testing.T, p *WarmWorkers, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		p.mu.Lock()
+		idle := len(p.idle)
+		p.mu.Unlock()
+		if idle == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers idle after 10 s, want %d", idle, n)
+		}
+	}
 }
