@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
@@ -49,15 +48,8 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 	}
 	t := &warmTask{fn: fn}
 	p.mu.Lock()
-	if w := p.idleWorkerLocked(); w != nil {
+	if p.startLocked(t) {
 		p.mu.Unlock()
-		w <- t
-		return
-	}
-	if p.running < p.max {
-		p.running++
-		p.mu.Unlock()
-		go p.work(t)
 		return
 	}
 	now := p.clock.Now()
@@ -149,23 +141,30 @@ func NewWarmWorkers(max int) *WarmWorkers {
 	return &WarmWorkers{max: max, clock: clock.RealClock{}}
 }
 
-// Workers is how many workers the pool has started (idle or busy).
-func (p *WarmWorkers) Workers() int {
+// workers is how many workers the pool has started (idle or busy).
+func (p *WarmWorkers) workers() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.running
 }
 
-// idleWorkerLocked takes the worker parked last, if any; mu is held.
-func (p *WarmWorkers) idleWorkerLocked() chan *warmTask {
-	n := len(p.idle)
-	if n == 0 {
-		return nil
+// startLocked gives t to the worker parked last or, while the pool is
+// below its size, to a new worker, and reports whether it did; mu is held.
+// The hand-off never blocks: a parked worker's channel is empty.
+func (p *WarmWorkers) startLocked(t *warmTask) bool {
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		w <- t
+		return true
 	}
-	w := p.idle[n-1]
-	p.idle[n-1] = nil
-	p.idle = p.idle[:n-1]
-	return w
+	if p.running < p.max {
+		p.running++
+		go p.work(t)
+		return true
+	}
+	return false
 }
 
 // run calls fn on a worker, or on the calling goroutine when none is free,
@@ -174,16 +173,9 @@ func (p *WarmWorkers) run(fn func()) {
 	t := warmTasks.Get().(*warmTask)
 	t.fn = fn
 	p.mu.Lock()
-	switch w := p.idleWorkerLocked(); {
-	case w != nil:
-		p.mu.Unlock()
-		w <- t
-	case p.running < p.max:
-		p.running++
-		p.mu.Unlock()
-		go p.work(t)
-	default:
-		p.mu.Unlock()
+	started := p.startLocked(t)
+	p.mu.Unlock()
+	if !started {
 		t.fn = nil
 		warmTasks.Put(t)
 		fn()
@@ -269,9 +261,8 @@ func (q *taskQueue) push(t *warmTask) {
 
 // drain takes every task, oldest first, and empties the queue.
 func (q *taskQueue) drain() []*warmTask {
-	tasks := slices.Clone(q.tasks[q.head:])
-	clear(q.tasks)
-	q.tasks, q.head = q.tasks[:0], 0
+	tasks := q.tasks[q.head:]
+	q.tasks, q.head = nil, 0
 	return tasks
 }
 

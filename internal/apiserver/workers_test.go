@@ -21,12 +21,12 @@ func TestWarmWorkers(t *testing.T) {
 		p := NewWarmWorkers(2)
 		done := false
 		p.run(func() { done = true })
-		if !done || p.Workers() != 1 {
-			t.Fatalf("done %v, workers %d: want the function run on one new worker", done, p.Workers())
+		if !done || p.workers() != 1 {
+			t.Fatalf("done %v, workers %d: want the function run on one new worker", done, p.workers())
 		}
 		p.run(func() {})
-		if p.Workers() != 1 {
-			t.Errorf("workers %d after a second request, want the idle worker reused", p.Workers())
+		if p.workers() != 1 {
+			t.Errorf("workers %d after a second request, want the idle worker reused", p.workers())
 		}
 	})
 
@@ -44,7 +44,7 @@ func TestWarmWorkers(t *testing.T) {
 			t.Fatal("the second request waited for the busy worker")
 		}
 		close(release)
-		if n := p.Workers(); n != 1 {
+		if n := p.workers(); n != 1 {
 			t.Errorf("%d workers, want the limit of 1", n)
 		}
 	})
@@ -60,8 +60,8 @@ func TestWarmWorkers(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if count != 200 || p.Workers() > 4 {
-			t.Errorf("%d of 200 ran on %d workers (limit 4)", count, p.Workers())
+		if count != 200 || p.workers() > 4 {
+			t.Errorf("%d of 200 ran on %d workers (limit 4)", count, p.workers())
 		}
 	})
 
@@ -78,8 +78,8 @@ func TestWarmWorkers(t *testing.T) {
 		}
 		ran := false
 		p.run(func() { ran = true })
-		if !ran || p.Workers() != 1 {
-			t.Errorf("after the panic: ran %v on %d workers, want the same worker to serve again", ran, p.Workers())
+		if !ran || p.workers() != 1 {
+			t.Errorf("after the panic: ran %v on %d workers, want the same worker to serve again", ran, p.workers())
 		}
 	})
 
@@ -94,7 +94,7 @@ func TestWarmWorkers(t *testing.T) {
 		if <-returned {
 			t.Fatal("run returned after the task called runtime.Goexit")
 		}
-		if n := p.Workers(); n != 0 {
+		if n := p.workers(); n != 0 {
 			t.Errorf("%d workers, want the exited one gone", n)
 		}
 		ran := false
@@ -135,11 +135,11 @@ func TestOnWarmWorkers(t *testing.T) {
 		p := NewWarmWorkers(1)
 		h := p.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes?watch=true", nil))
-		if n := p.Workers(); n != 0 {
+		if n := p.workers(); n != 0 {
 			t.Fatalf("%d workers after a watch, want none", n)
 		}
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/nodes", nil))
-		if n := p.Workers(); n != 1 {
+		if n := p.workers(); n != 1 {
 			t.Fatalf("%d workers after a list, want 1", n)
 		}
 	})
@@ -175,7 +175,7 @@ func TestGoServe(t *testing.T) {
 		release, ran := make(chan struct{}), make(chan struct{})
 		r := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
 		p.GoServe(r, func() { <-release; close(ran) })
-		if n := p.Workers(); n != 1 {
+		if n := p.workers(); n != 1 {
 			t.Fatalf("%d workers, want the request on one new worker", n)
 		}
 		close(release)
@@ -186,7 +186,7 @@ func TestGoServe(t *testing.T) {
 		done := make(chan struct{})
 		p.GoServe(r, func() { close(done) })
 		<-done
-		if n := p.Workers(); n != 1 {
+		if n := p.workers(); n != 1 {
 			t.Errorf("%d workers, want the one reused", n)
 		}
 	})
@@ -196,7 +196,7 @@ func TestGoServe(t *testing.T) {
 		release, ran := make(chan struct{}), make(chan struct{})
 		r := httptest.NewRequest("GET", "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1", nil)
 		p.GoServe(r, func() { <-release; close(ran) })
-		if n := p.Workers(); n != 0 {
+		if n := p.workers(); n != 0 {
 			t.Fatalf("%d workers, want none for a watch", n)
 		}
 		close(release)
@@ -228,7 +228,7 @@ func TestGoServe(t *testing.T) {
 		if want := []int{0, 1, 2, 3, 4}; !slices.Equal(order, want) {
 			t.Errorf("served in order %v, want %v", order, want)
 		}
-		if n := p.Workers(); n != 1 {
+		if n := p.workers(); n != 1 {
 			t.Errorf("%d workers, want the limit of 1", n)
 		}
 	})
@@ -254,7 +254,7 @@ func TestGoServe(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("some of 4,000 requests were never served: a request was queued with no worker to take it")
 		}
-		if n := p.Workers(); n > 3 {
+		if n := p.workers(); n > 3 {
 			t.Errorf("%d workers, want at most 3", n)
 		}
 	})
