@@ -3,6 +3,8 @@ package apiserver
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,34 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	watches  *prometheus.GaugeVec
+
+	// series keeps each label combination's counter and histogram once
+	// looked up (a seriesKey to a *series), so that a request costs a map
+	// read instead of hashing seven label values twice; at most maxSeries
+	// combinations are kept, the rest are looked up every time.
+	series  sync.Map
+	nSeries atomic.Int32
+}
+
+// maxSeries bounds Metrics.series: a client choosing subresource names
+// must not grow it without end.
+const maxSeries = 4096
+
+// seriesKey is what the request metrics' labels are made of.
+type seriesKey struct {
+	r           *registry.Resource
+	verb        string
+	subresource string
+	scope       string
+	code        int
+	watch       bool
+}
+
+// series is one label combination's counter and (not for watches) latency
+// histogram.
+type series struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // NewMetrics registers the request metrics with reg.
@@ -50,12 +80,31 @@ func scopeOf(info requestInfo) string {
 }
 
 func (m *Metrics) observe(info requestInfo, r *registry.Resource, code int, d time.Duration) {
-	verb := strings.ToUpper(info.Verb)
-	scope := scopeOf(info)
-	m.requests.WithLabelValues(verb, r.GroupVersion.Group, r.GroupVersion.Version, r.Resource, info.Subresource, scope, strconv.Itoa(code)).Inc()
-	if info.Verb != "watch" {
-		m.latency.WithLabelValues(verb, r.GroupVersion.Group, r.GroupVersion.Version, r.Resource, info.Subresource, scope).Observe(d.Seconds())
+	k := seriesKey{r: r, verb: info.Verb, subresource: info.Subresource, scope: scopeOf(info), code: code, watch: info.Verb == "watch"}
+	sr := m.seriesOf(k)
+	sr.requests.Inc()
+	if sr.latency != nil {
+		sr.latency.Observe(d.Seconds())
 	}
+}
+
+// seriesOf returns k's counter and histogram, looked up once.
+func (m *Metrics) seriesOf(k seriesKey) *series {
+	if v, ok := m.series.Load(k); ok {
+		return v.(*series)
+	}
+	verb := strings.ToUpper(k.verb)
+	g, v := k.r.GroupVersion.Group, k.r.GroupVersion.Version
+	sr := &series{requests: m.requests.WithLabelValues(verb, g, v, k.r.Resource, k.subresource, k.scope, strconv.Itoa(k.code))}
+	if !k.watch {
+		sr.latency = m.latency.WithLabelValues(verb, g, v, k.r.Resource, k.subresource, k.scope)
+	}
+	if m.nSeries.Load() < maxSeries {
+		if _, loaded := m.series.LoadOrStore(k, sr); !loaded {
+			m.nSeries.Add(1)
+		}
+	}
+	return sr
 }
 
 func (m *Metrics) watchStarted(r *registry.Resource) {
