@@ -186,6 +186,7 @@ func New(cfg Config) (*Server, error) {
 				IndexedFields: base.IndexedFields,
 				Intern:        shared.Object,
 				InternCached:  shared.Frozen,
+				HandWrites:    base.RoundTrips,
 				HistorySize:   cfg.HistorySize,
 				Clock:         cfg.Clock,
 				Logger:        cfg.Logger,

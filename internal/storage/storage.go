@@ -171,6 +171,13 @@ type Interface interface {
 	Close() error
 }
 
+// ValuesPassedThrough is implemented by a backend whose watch events carry
+// the very value slice a write was given, not a copy (storage/memstore): a
+// watch cache may then recognise the events of its own writes by the slice.
+type ValuesPassedThrough interface {
+	PassesValuesThrough() bool
+}
+
 // ConflictError is returned by Update and Delete on a revision mismatch. It
 // matches ErrConflict with errors.Is and carries the current value so a
 // retrying caller need not read again.

@@ -20,6 +20,7 @@ func Leases() *Resource {
 		NewList:       func() runtime.Object { return &coordinationv1.LeaseList{} },
 		IndexedFields: []string{"metadata.name"},
 		Printer:       printers.Leases(),
+		RoundTrips:    true,
 		Strategy: Strategy{
 			Validate: func(obj runtime.Object) field.ErrorList { return validation.Lease(obj.(*coordinationv1.Lease)) },
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {

@@ -103,6 +103,13 @@ type Resource struct {
 	// ReadOnly marks a resource that is computed, not stored (the
 	// metrics.k8s.io usage): only "get" and "list".
 	ReadOnly bool
+	// RoundTrips marks a resource whose objects, their metadata's empty
+	// maps and lists taken as absent, are what a decode of their stored
+	// encoding gives, field for field: outside the metadata only scalars,
+	// pointers to scalars and times (Lease). Its watch cache may then take
+	// an update's object instead of decoding the write again
+	// (store.Config.HandWrites).
+	RoundTrips bool
 }
 
 // GVK is the resource's kind.

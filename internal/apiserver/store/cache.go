@@ -124,6 +124,21 @@ type cache struct {
 	indexed   map[string]map[string]map[*Watcher]struct{} // field → value → watchers
 
 	progressWanted chan struct{}
+
+	// handed holds, by key, the writes of this store whose storage events
+	// have not been applied yet (Store.hands only): the value slice the
+	// write stored and a copy of the object it wrote, taken by apply
+	// instead of decoding that very value again.
+	handMu sync.Mutex
+	handed map[string]handedWrite
+}
+
+// handedWrite is a write's stored value (its first byte and length) and
+// the object it encodes, without its new resourceVersion.
+type handedWrite struct {
+	value *byte
+	n     int
+	obj   runtime.Object
 }
 
 func newCache(s *Store) *cache {
@@ -135,7 +150,54 @@ func newCache(s *Store) *cache {
 		unindexed:      map[*Watcher]struct{}{},
 		indexed:        map[string]map[string]map[*Watcher]struct{}{},
 		progressWanted: make(chan struct{}, 1),
+		handed:         map[string]handedWrite{},
 	}
+}
+
+// hand records that value, about to be stored under key, encodes obj: when
+// its event comes, apply takes obj (which nobody may modify any more)
+// instead of decoding value. A later hand for the key replaces it.
+func (c *cache) hand(key string, value []byte, obj runtime.Object) {
+	c.handMu.Lock()
+	c.handed[key] = handedWrite{value: &value[0], n: len(value), obj: obj}
+	c.handMu.Unlock()
+}
+
+// unhand forgets what hand recorded for value (its write failed).
+func (c *cache) unhand(key string, value []byte) {
+	c.handMu.Lock()
+	if h, ok := c.handed[key]; ok && h.value == &value[0] {
+		delete(c.handed, key)
+	}
+	c.handMu.Unlock()
+}
+
+// takeHanded returns the object handed for a put of value under key (nil
+// if none), and forgets it. A delete (value nil) forgets what the key had.
+func (c *cache) takeHanded(key string, value []byte) runtime.Object {
+	c.handMu.Lock()
+	defer c.handMu.Unlock()
+	h, ok := c.handed[key]
+	if !ok {
+		return nil
+	}
+	if len(value) == 0 {
+		delete(c.handed, key)
+		return nil
+	}
+	if h.value != &value[0] || h.n != len(value) {
+		return nil // another write's (an earlier one's event, or a later hand)
+	}
+	delete(c.handed, key)
+	return h.obj
+}
+
+// dropHanded forgets every handed write (the cache reloads: their events
+// may be covered by the load and never come).
+func (c *cache) dropHanded() {
+	c.handMu.Lock()
+	clear(c.handed)
+	c.handMu.Unlock()
 }
 
 func (c *cache) isReady() bool {
@@ -277,6 +339,7 @@ func (c *cache) progressLoop(ctx context.Context) {
 // load lists the whole prefix at one revision and replaces the cache state.
 // Watchers are terminated: they resume from their last revision.
 func (c *cache) load(ctx context.Context) (int64, error) {
+	c.dropHanded()
 	objects := map[string]*entry{}
 	var rev int64
 	key := ""
@@ -363,9 +426,19 @@ func (c *cache) follow(ctx context.Context, from int64) error {
 // apply records one storage event and fans it out.
 func (c *cache) apply(ev storage.Event) error {
 	e := &event{key: ev.Key, rv: ev.Revision}
-	if ev.Type == storage.EventDelete {
+	var handed runtime.Object
+	if c.s.hands {
+		handed = c.takeHanded(ev.Key, ev.Value)
+	}
+	switch {
+	case ev.Type == storage.EventDelete:
 		e.deleted = true
-	} else {
+	case handed != nil:
+		if err := setRV(handed, ev.Revision); err != nil {
+			return err
+		}
+		e.cur = c.newEntry(handed)
+	default:
 		obj, err := c.s.decodeCached(ev.Value, ev.Revision)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -56,6 +57,14 @@ type Config struct {
 	// so whole lists they repeat may be shared too (intern.Frozen). Unset,
 	// it is Intern.
 	InternCached func(obj any)
+	// HandWrites: the resource's objects round-trip exactly through their
+	// encoding once their metadata's empty maps and lists are absent
+	// (registry.Resource.RoundTrips). Over a backend whose events carry
+	// the values it was given (storage.ValuesPassedThrough), Update then
+	// hands a copy of the object it writes to the watch cache, which need
+	// not decode its own write again (after the request's own work, a
+	// Lease renewal's largest allocation).
+	HandWrites bool
 	// HistorySize is how many recent events the watch cache keeps for
 	// watchers resuming from a resourceVersion (default 10000).
 	HistorySize int
@@ -74,6 +83,9 @@ type Store struct {
 	// objects all have the same fields, so the next one is allocated at
 	// its exact size.
 	fieldsLen atomic.Int32
+	// hands: Config.HandWrites, over a backend whose events carry the
+	// values it was given.
+	hands bool
 }
 
 // New validates cfg and returns a store. Call Run to start its watch cache.
@@ -100,6 +112,9 @@ func New(cfg Config) (*Store, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Store{cfg: cfg}
+	if p, ok := cfg.Storage.(storage.ValuesPassedThrough); ok && p.PassesValuesThrough() {
+		s.hands = cfg.HandWrites
+	}
 	s.cache = newCache(s)
 	return s, nil
 }
@@ -243,14 +258,65 @@ func (s *Store) Update(ctx context.Context, obj runtime.Object, expectedRV int64
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.cfg.Storage.Update(ctx, s.Key(accessor.GetNamespace(), accessor.GetName()), data, expectedRV)
+	key := s.Key(accessor.GetNamespace(), accessor.GetName())
+	if s.hands {
+		cp, err := s.handCopy(obj)
+		if err != nil {
+			return nil, err
+		}
+		s.cache.hand(key, data, cp)
+	}
+	rev, err := s.cfg.Storage.Update(ctx, key, data, expectedRV)
 	if err != nil {
+		if s.hands {
+			s.cache.unhand(key, data)
+		}
 		return nil, err
 	}
 	if err := setRV(obj, rev); err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// handCopy returns the copy of obj that Update hands to the watch cache:
+// a shallow copy, so that the writer may set its own object's
+// resourceVersion while the cache sets the copy's, with its metadata's
+// empty maps and lists made absent, as a decode makes them. What the two
+// share (maps, slices, pointed-to values) is never modified once written:
+// the caller of Update only reads the object it gets back, and the
+// cache's objects are read only. The copy is interned as a decoded one.
+func (s *Store) handCopy(obj runtime.Object) (runtime.Object, error) {
+	v := reflect.ValueOf(obj)
+	cp := reflect.New(v.Type().Elem())
+	cp.Elem().Set(v.Elem())
+	out, ok := cp.Interface().(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("copy of a %T is not an object", obj)
+	}
+	a, err := meta.Accessor(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.GetLabels()) == 0 {
+		a.SetLabels(nil)
+	}
+	if len(a.GetAnnotations()) == 0 {
+		a.SetAnnotations(nil)
+	}
+	if len(a.GetOwnerReferences()) == 0 {
+		a.SetOwnerReferences(nil)
+	}
+	if len(a.GetFinalizers()) == 0 {
+		a.SetFinalizers(nil)
+	}
+	if len(a.GetManagedFields()) == 0 {
+		a.SetManagedFields(nil)
+	}
+	if s.cfg.InternCached != nil {
+		s.cfg.InternCached(out)
+	}
+	return out, nil
 }
 
 // Delete removes the object if its revision equals expectedRV (0 = any) and

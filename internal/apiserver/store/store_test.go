@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	goruntime "runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/storage"
 	"github.com/nodeplane/nodeplane/internal/storage/etcd"
+	"github.com/nodeplane/nodeplane/internal/storage/memstore"
 )
 
 // These tests run the store and its watch cache against a real embedded
@@ -84,12 +86,18 @@ func newPodStoreWith(t *testing.T, backing storage.Interface, history, buffer in
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go s.Run(ctx)
-	// waitFor blocks on the cache's revision channel (bounded by its own
-	// timeout) until the first load is done.
+	waitReady(t, s)
+	return s
+}
+
+// waitReady blocks until the cache's first load is done: waitFor blocks
+// on the cache's revision channel, bounded by its own timeout.
+func waitReady(t *testing.T, s *Store) {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
 		err := s.cache.waitFor(context.Background(), 0)
 		if err == nil {
-			return s
+			return
 		}
 		if !errors.Is(err, ErrNotReady) || attempt == 3 {
 			t.Fatalf("cache not ready: %v", err)
@@ -364,5 +372,97 @@ func TestAReadWaitingForARevisionWakesWhenTheCacheReachesIt(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("wait %d for revision %d did not end when the cache reached it", i, want)
 		}
+	}
+}
+
+func newLeaseStore(t *testing.T, backing storage.Interface) *Store {
+	t.Helper()
+	s, err := New(Config{
+		Storage:    backing,
+		Prefix:     "/registry/leases",
+		Resource:   schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
+		GVK:        coordinationv1.SchemeGroupVersion.WithKind("Lease"),
+		Namespaced: true,
+		NewFunc:    func() runtime.Object { return &coordinationv1.Lease{} },
+		Codec:      protobuf.NewSerializer(scheme.Scheme, scheme.Scheme),
+		Fields: func(dst []string, obj runtime.Object) []string {
+			l := obj.(*coordinationv1.Lease)
+			return append(dst, "metadata.name", l.Name, "metadata.namespace", l.Namespace)
+		},
+		HandWrites: true,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Run(ctx)
+	waitReady(t, s)
+	return s
+}
+
+// Over the in-memory store an update's object goes to the watch cache as
+// a copy sharing its values, not decoded again; a failed update leaves
+// nothing behind; over etcd (values copied) nothing is handed.
+func TestAnUpdatesObjectIsHandedToTheWatchCache(t *testing.T) {
+	ctx := context.Background()
+	mcfg := memstore.DefaultConfig()
+	mcfg.Dir = t.TempDir()
+	mcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	mem, err := memstore.Open(mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	s := newLeaseStore(t, mem)
+	if !s.hands {
+		t.Fatal("a store over the in-memory backend with HandWrites does not hand its writes")
+	}
+	lease := func(holder string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease", Labels: map[string]string{}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+		}
+	}
+	rv := mustCreate(t, s, lease("a"))
+	waitCache(t, s, rv)
+
+	l := lease("b")
+	l.ResourceVersion = strconv.FormatInt(rv, 10)
+	out, err := s.Update(ctx, l, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRV, _ := ObjectRV(out)
+	waitCache(t, s, newRV)
+	got, err := s.GetCached("kube-node-lease", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := got.(*coordinationv1.Lease)
+	if cached == l {
+		t.Fatal("the cache holds the writer's own object, not a copy")
+	}
+	if cached.Spec.HolderIdentity != l.Spec.HolderIdentity {
+		t.Error("the cache decoded the write again instead of taking the written object")
+	}
+	if cached.ResourceVersion != l.ResourceVersion || cached.Labels != nil {
+		t.Errorf("cached resourceVersion %q labels %#v, want %q and none", cached.ResourceVersion, cached.Labels, l.ResourceVersion)
+	}
+
+	stale := lease("c")
+	if _, err := s.Update(ctx, stale, rv); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("an update at a stale revision: %v, want a conflict", err)
+	}
+	s.cache.handMu.Lock()
+	left := len(s.cache.handed)
+	s.cache.handMu.Unlock()
+	if left != 0 {
+		t.Errorf("%d handed writes left behind after a failed update", left)
+	}
+
+	if newLeaseStore(t, newEtcd(t)).hands {
+		t.Error("a store over etcd, which copies values, hands its writes")
 	}
 }

@@ -227,6 +227,10 @@ func (s *Store) observe(op storage.Operation, start time.Time) {
 	}
 }
 
+// PassesValuesThrough reports that watch events carry the slice a write
+// was given (storage.ValuesPassedThrough): values are kept, not copied.
+func (s *Store) PassesValuesThrough() bool { return true }
+
 // Get returns the key's current value.
 func (s *Store) Get(_ context.Context, key string) (storage.KeyValue, error) {
 	defer s.observe(storage.OpGet, s.now())
