@@ -194,6 +194,24 @@ type errBodyTooLarge struct{}
 
 func (errBodyTooLarge) Error() string { return "request body too large" }
 
+// readBodyLent is readBody without a copy of a body LimitInFlight has read
+// already: the bytes are its pooled buffer's, lent until the handler
+// returns, so the caller must keep nothing of them — as a decoder does,
+// which copies every string and byte slice it keeps
+// (TestADecodedBodyKeepsNothingOfTheBuffer).
+func readBodyLent(r *http.Request) ([]byte, error) {
+	b, ok := r.Body.(*bufferedBody)
+	if !ok {
+		return readBody(r)
+	}
+	if b.Len() > maxBodyBytes {
+		return nil, errBodyTooLarge{}
+	}
+	data := b.buf[len(b.buf)-b.Len():]
+	_, _ = b.Seek(0, io.SeekEnd)
+	return data, nil
+}
+
 // readBody reads the whole body, refusing bodies over maxBodyBytes.
 func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {

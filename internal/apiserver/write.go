@@ -129,7 +129,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionK
 	if !ok {
 		return nil, unsupportedMediaType(ct)
 	}
-	body, err := readBody(r)
+	body, err := readBodyLent(r)
 	if err != nil {
 		return nil, err
 	}
