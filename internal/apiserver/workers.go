@@ -37,7 +37,7 @@ func (p *WarmWorkers) Handler(next http.Handler) http.Handler {
 // goroutine when r is long-running, else on an idle worker, on a new one
 // while the pool is below its size, or, with every worker busy, on the
 // first worker that becomes free (the requests waiting are served oldest
-// first). fn must not panic (a server that starts handlers this way
+// first, a node's heartbeat before others: see heartbeatBurst). fn must not panic (a server that starts handlers this way
 // recovers in fn itself). It is how a server that starts its own handler
 // goroutines (internal/h2server) puts short requests on warm stacks without
 // a second hand-off.
@@ -47,19 +47,24 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 		return
 	}
 	t := &warmTask{fn: fn}
+	heartbeat := flowcontrol.IsHeartbeat(r.URL.Path)
 	p.mu.Lock()
 	if p.startLocked(t) {
 		p.mu.Unlock()
 		return
 	}
 	now := p.clock.Now()
-	if p.queue.len() == 0 {
+	if p.queued() == 0 {
 		p.progress = now
 	} else if !p.stalled && now.Sub(p.progress) > StallAfter {
 		p.stalled = true
 	}
 	if !p.stalled {
-		p.queue.push(t)
+		if heartbeat {
+			p.heartbeats.push(t)
+		} else {
+			p.queue.push(t)
+		}
 		p.mu.Unlock()
 		return
 	}
@@ -67,7 +72,7 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 	// busy: waiting for one would only add the stall to every request.
 	// Serve the queued requests and this one on goroutines of their own,
 	// as without the pool, until a worker is free again.
-	queued := p.queue.drain()
+	queued := append(p.heartbeats.drain(), p.queue.drain()...)
 	p.mu.Unlock()
 	for _, q := range queued {
 		go q.fn()
@@ -80,6 +85,13 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 // the next request that arrives: on a server receiving none, a request
 // queued behind blocked workers waits for one of them.
 const StallAfter = time.Second
+
+// heartbeatBurst is how many queued node heartbeats (a Lease renewal, a
+// Node status update: flowcontrol.IsHeartbeat) a free worker takes in a
+// row before the oldest other request, when both wait. A renewal is never
+// queued behind a LIST or a flood of other requests, and heartbeats alone
+// cannot keep everyone else waiting for ever.
+const heartbeatBurst = 8
 
 // WarmWorkers runs short requests on long-lived goroutines.
 //
@@ -98,7 +110,8 @@ const StallAfter = time.Second
 // or preempted, waits in the scheduler's global queue, which a busy
 // processor serves one turn in 61): requests waited unread in the sockets
 // until their clients timed out. Now a request that finds every worker busy
-// waits in the pool's queue, and a worker takes the next one only after
+// waits in the pool's queue (node heartbeats in a queue of their own that
+// is served first, see heartbeatBurst), and a worker takes the next one only after
 // yielding to the goroutines already waiting to run, the readers among
 // them. The readers keep the sockets drained, at most max handlers are
 // runnable, and the backlog waits where a request whose client has gone,
@@ -118,12 +131,16 @@ type WarmWorkers struct {
 	max   int
 	clock clock.PassiveClock
 
-	mu       sync.Mutex
-	running  int
-	idle     []chan *warmTask // parked workers' hand-off channels, the last parked on top
-	queue    taskQueue        // GoServe's requests waiting for a worker, oldest first
-	progress time.Time        // when a worker last took a queued request, or the queue last filled from empty
-	stalled  bool             // no worker took a queued request for StallAfter: GoServe queues nothing
+	mu      sync.Mutex
+	running int
+	idle    []chan *warmTask // parked workers' hand-off channels, the last parked on top
+	queue   taskQueue        // GoServe's requests waiting for a worker, oldest first
+	// heartbeats are GoServe's node heartbeats waiting for a worker, taken
+	// before queue's requests; inARow counts those taken while others waited.
+	heartbeats taskQueue
+	inARow     int
+	progress   time.Time // when a worker last took a queued request, or the queue last filled from empty
+	stalled    bool      // no worker took a queued request for StallAfter: GoServe queues nothing
 }
 
 // warmTask is one request for a worker; tasks of run are pooled with their
@@ -223,7 +240,7 @@ func (p *WarmWorkers) work(t *warmTask) {
 		}
 		p.mu.Lock()
 		p.stalled = false
-		if q := p.queue.pop(); q != nil {
+		if q := p.popLocked(); q != nil {
 			p.progress = p.clock.Now()
 			p.mu.Unlock()
 			// Requests are waiting: the server is saturated. Go behind
@@ -238,6 +255,23 @@ func (p *WarmWorkers) work(t *warmTask) {
 		}
 		returned = false
 	}
+}
+
+// queued is how many of GoServe's requests wait for a worker; mu is held.
+func (p *WarmWorkers) queued() int { return p.heartbeats.len() + p.queue.len() }
+
+// popLocked takes the next waiting request: a heartbeat, unless
+// heartbeatBurst of them were taken in a row while others waited; mu is
+// held.
+func (p *WarmWorkers) popLocked() *warmTask {
+	if p.heartbeats.len() > 0 && (p.queue.len() == 0 || p.inARow < heartbeatBurst) {
+		if p.queue.len() > 0 {
+			p.inARow++
+		}
+		return p.heartbeats.pop()
+	}
+	p.inARow = 0
+	return p.queue.pop()
 }
 
 // taskQueue is a FIFO of tasks. Its backing array is reused: the tasks

@@ -233,6 +233,59 @@ func TestGoServe(t *testing.T) {
 		}
 	})
 
+	t.Run("a node's heartbeat waits in front of requests queued before it", func(t *testing.T) {
+		p := NewWarmWorkers(1)
+		release := make(chan struct{})
+		list := httptest.NewRequest("GET", "/api/v1/nodes", nil)
+		renewal := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
+		status := httptest.NewRequest("PATCH", "/api/v1/nodes/n1/status", nil)
+		p.GoServe(list, func() { <-release })
+		var (
+			mu    sync.Mutex
+			order []string
+			wg    sync.WaitGroup
+		)
+		serve := func(r *http.Request, name string) {
+			wg.Add(1)
+			p.GoServe(r, func() { mu.Lock(); order = append(order, name); mu.Unlock(); wg.Done() })
+		}
+		serve(list, "list 1")
+		serve(list, "list 2")
+		serve(renewal, "renewal")
+		serve(list, "list 3")
+		serve(status, "status")
+		close(release)
+		wg.Wait()
+		if want := []string{"renewal", "status", "list 1", "list 2", "list 3"}; !slices.Equal(order, want) {
+			t.Errorf("served in order %v, want %v", order, want)
+		}
+	})
+
+	t.Run("heartbeats alone cannot keep another request waiting", func(t *testing.T) {
+		p := NewWarmWorkers(1)
+		release := make(chan struct{})
+		renewal := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
+		p.GoServe(renewal, func() { <-release })
+		var (
+			mu    sync.Mutex
+			order []string
+			wg    sync.WaitGroup
+		)
+		serve := func(r *http.Request, name string) {
+			wg.Add(1)
+			p.GoServe(r, func() { mu.Lock(); order = append(order, name); mu.Unlock(); wg.Done() })
+		}
+		serve(httptest.NewRequest("GET", "/api/v1/nodes", nil), "list")
+		for range 3 * heartbeatBurst {
+			serve(renewal, "renewal")
+		}
+		close(release)
+		wg.Wait()
+		if i := slices.Index(order, "list"); i != heartbeatBurst {
+			t.Errorf("the list was served after %d heartbeats, want %d (heartbeatBurst)", i, heartbeatBurst)
+		}
+	})
+
 	t.Run("requests from many goroutines at once are all served, on no more workers than the limit", func(t *testing.T) {
 		p := NewWarmWorkers(3)
 		r := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)

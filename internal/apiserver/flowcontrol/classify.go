@@ -92,23 +92,49 @@ func Classify(r Request) Level {
 	return Workload
 }
 
-// isLeasePath reports whether p is /apis/coordination.k8s.io/<v>/namespaces/<ns>/leases[/...].
-func isLeasePath(p, namespace string) bool {
-	rest, ok := strings.CutPrefix(p, "/apis/coordination.k8s.io/")
+// IsHeartbeat reports whether path is one object of a node's heartbeat: a
+// Lease in kube-node-lease, or a Node's status. It looks at the path only
+// (a request waiting for a worker is not authenticated yet), so a request
+// it picks may still be classified otherwise. It does not allocate.
+func IsHeartbeat(path string) bool {
+	if isNodeStatusPath(path) {
+		return true
+	}
+	rest, ok := leasesRest(path, "kube-node-lease")
 	if !ok {
 		return false
 	}
+	name, ok := strings.CutPrefix(rest, "/")
+	return ok && name != "" && !strings.Contains(name, "/")
+}
+
+// isLeasePath reports whether p is /apis/coordination.k8s.io/<v>/namespaces/<ns>/leases[/...].
+func isLeasePath(p, namespace string) bool {
+	_, ok := leasesRest(p, namespace)
+	return ok
+}
+
+// leasesRest returns what follows /leases in p, when p is
+// /apis/coordination.k8s.io/<v>/namespaces/<ns>/leases[/...]: "" or a
+// slash and more.
+func leasesRest(p, namespace string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/apis/coordination.k8s.io/")
+	if !ok {
+		return "", false
+	}
 	if _, rest, ok = strings.Cut(rest, "/"); !ok {
-		return false
+		return "", false
 	}
 	if rest, ok = strings.CutPrefix(rest, "namespaces/"); !ok {
-		return false
+		return "", false
 	}
 	if rest, ok = strings.CutPrefix(rest, namespace); !ok {
-		return false
+		return "", false
 	}
-	rest, ok = strings.CutPrefix(rest, "/leases")
-	return ok && (rest == "" || rest[0] == '/')
+	if rest, ok = strings.CutPrefix(rest, "/leases"); !ok || (rest != "" && rest[0] != '/') {
+		return "", false
+	}
+	return rest, true
 }
 
 // isNodeStatusPath reports whether p is /api/v1/nodes/<name>/status.

@@ -89,6 +89,32 @@ func TestIsLongRunning(t *testing.T) {
 	}
 }
 
+func TestIsHeartbeat(t *testing.T) {
+	tests := []struct {
+		name string
+		path string
+		want bool
+	}{
+		{"a node's Lease", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", true},
+		{"a Node's status", "/api/v1/nodes/n1/status", true},
+		{"the list of every node's Lease", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", false},
+		{"the list with a trailing slash", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/", false},
+		{"a path below a Lease", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1/x", false},
+		{"a Lease in another namespace", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1", false},
+		{"a namespace that only starts like kube-node-lease", "/apis/coordination.k8s.io/v1/namespaces/kube-node-leasex/leases/n1", false},
+		{"a Node", "/api/v1/nodes/n1", false},
+		{"the list of Nodes", "/api/v1/nodes", false},
+		{"a pod", "/api/v1/namespaces/default/pods/p", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsHeartbeat(tt.path); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestDefaultSplit(t *testing.T) {
 	c := mustNew(t, Config{Seats: 600})
 	want := map[Level][2]int{ // seats, seats per identity
