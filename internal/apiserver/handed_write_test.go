@@ -16,7 +16,6 @@ import (
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
-	"github.com/nodeplane/nodeplane/internal/storage/memstore"
 )
 
 // Over the in-memory store the watch cache takes the object an update
@@ -25,15 +24,7 @@ import (
 // field, whatever the request looked like: JSON or protobuf, times with
 // nanoseconds, empty maps and lists, a merge patch, a retried conflict.
 func TestTheCacheHoldsWhatADecodeOfAnUpdatesStoredValueGives(t *testing.T) {
-	cfg := memstore.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	cfg.Logger = quietLogger()
-	mem, err := memstore.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
-	s, h := newTestServer(t, Config{Storage: mem})
+	s, h := newTestServer(t, Config{Storage: newMemStorage(t)})
 	st := s.resources[coordinationv1.SchemeGroupVersion.WithResource("leases")].st
 	const ns, name = "kube-node-lease", "n1"
 	const path = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases/" + name

@@ -51,17 +51,22 @@ import (
 // leases live by default with the embedded etcd.
 func BenchmarkLeaseRenewal(b *testing.B) {
 	b.Run("store=etcd-nofsync", func(b *testing.B) { benchLeaseRenewal(b, startStorage(b, true)) })
-	b.Run("store=memstore", func(b *testing.B) {
-		cfg := memstore.DefaultConfig()
-		cfg.Dir = b.TempDir()
-		cfg.Logger = quietLogger()
-		st, err := memstore.Open(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
-		benchLeaseRenewal(b, st)
-	})
+	b.Run("store=memstore", func(b *testing.B) { benchLeaseRenewal(b, newMemStorage(b)) })
+}
+
+// newMemStorage opens an in-memory store (storage/memstore) that closes
+// with the test.
+func newMemStorage(t testing.TB) *memstore.Store {
+	t.Helper()
+	cfg := memstore.DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Logger = quietLogger()
+	st, err := memstore.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 func benchLeaseRenewal(b *testing.B, st storage.Interface) {

@@ -240,22 +240,14 @@ func TestGoServe(t *testing.T) {
 		renewal := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
 		status := httptest.NewRequest("PATCH", "/api/v1/nodes/n1/status", nil)
 		p.GoServe(list, func() { <-release })
-		var (
-			mu    sync.Mutex
-			order []string
-			wg    sync.WaitGroup
-		)
-		serve := func(r *http.Request, name string) {
-			wg.Add(1)
-			p.GoServe(r, func() { mu.Lock(); order = append(order, name); mu.Unlock(); wg.Done() })
-		}
+		serve, served := servedInOrder(p)
 		serve(list, "list 1")
 		serve(list, "list 2")
 		serve(renewal, "renewal")
 		serve(list, "list 3")
 		serve(status, "status")
 		close(release)
-		wg.Wait()
+		order := served()
 		if want := []string{"renewal", "status", "list 1", "list 2", "list 3"}; !slices.Equal(order, want) {
 			t.Errorf("served in order %v, want %v", order, want)
 		}
@@ -266,22 +258,13 @@ func TestGoServe(t *testing.T) {
 		release := make(chan struct{})
 		renewal := httptest.NewRequest("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
 		p.GoServe(renewal, func() { <-release })
-		var (
-			mu    sync.Mutex
-			order []string
-			wg    sync.WaitGroup
-		)
-		serve := func(r *http.Request, name string) {
-			wg.Add(1)
-			p.GoServe(r, func() { mu.Lock(); order = append(order, name); mu.Unlock(); wg.Done() })
-		}
+		serve, served := servedInOrder(p)
 		serve(httptest.NewRequest("GET", "/api/v1/nodes", nil), "list")
 		for range 3 * heartbeatBurst {
 			serve(renewal, "renewal")
 		}
 		close(release)
-		wg.Wait()
-		if i := slices.Index(order, "list"); i != heartbeatBurst {
+		if i := slices.Index(served(), "list"); i != heartbeatBurst {
 			t.Errorf("the list was served after %d heartbeats, want %d (heartbeatBurst)", i, heartbeatBurst)
 		}
 	})
@@ -385,4 +368,26 @@ func waitIdle(t *testing.T, p *WarmWorkers, n int) {
 			t.Fatalf("%d workers idle after 10 s, want %d", idle, n)
 		}
 	}
+}
+
+// servedInOrder returns serve, which queues a request named name on p,
+// and served, which waits until every request given to serve has run and
+// returns their names in the order they ran.
+func servedInOrder(p *WarmWorkers) (serve func(r *http.Request, name string), served func() []string) {
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	serve = func(r *http.Request, name string) {
+		wg.Add(1)
+		p.GoServe(r, func() { mu.Lock(); order = append(order, name); mu.Unlock(); wg.Done() })
+	}
+	served = func() []string {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(order)
+	}
+	return serve, served
 }

@@ -79,6 +79,13 @@ func newPodStoreWith(t *testing.T, backing storage.Interface, history, buffer in
 	if edit != nil {
 		edit(&cfg)
 	}
+	return startStore(t, cfg)
+}
+
+// startStore builds a store, runs its watch cache until the test ends and
+// waits for its first load.
+func startStore(t *testing.T, cfg Config) *Store {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +384,7 @@ func TestAReadWaitingForARevisionWakesWhenTheCacheReachesIt(t *testing.T) {
 
 func newLeaseStore(t *testing.T, backing storage.Interface) *Store {
 	t.Helper()
-	s, err := New(Config{
+	return startStore(t, Config{
 		Storage:    backing,
 		Prefix:     "/registry/leases",
 		Resource:   schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
@@ -392,14 +399,6 @@ func newLeaseStore(t *testing.T, backing storage.Interface) *Store {
 		HandWrites: true,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go s.Run(ctx)
-	waitReady(t, s)
-	return s
 }
 
 // Over the in-memory store an update's object goes to the watch cache as
