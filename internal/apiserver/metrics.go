@@ -99,10 +99,14 @@ func (m *Metrics) seriesOf(k seriesKey) *series {
 	if !k.watch {
 		sr.latency = m.latency.WithLabelValues(verb, g, v, k.r.Resource, k.subresource, k.scope)
 	}
-	if m.nSeries.Load() < maxSeries {
-		if _, loaded := m.series.LoadOrStore(k, sr); !loaded {
-			m.nSeries.Add(1)
-		}
+	// A place is taken before the series is stored, so that concurrent
+	// first lookups cannot keep more than maxSeries.
+	if m.nSeries.Add(1) > maxSeries {
+		m.nSeries.Add(-1)
+		return sr
+	}
+	if _, loaded := m.series.LoadOrStore(k, sr); loaded {
+		m.nSeries.Add(-1)
 	}
 	return sr
 }

@@ -37,8 +37,8 @@ func (p *WarmWorkers) Handler(next http.Handler) http.Handler {
 // goroutine when r is long-running, else on an idle worker, on a new one
 // while the pool is below its size, or, with every worker busy, on the
 // first worker that becomes free (the requests waiting are served oldest
-// first, a node's heartbeat before others: see heartbeatBurst). fn must not panic (a server that starts handlers this way
-// recovers in fn itself). It is how a server that starts its own handler
+// first, a node's heartbeat before others: see heartbeatBurst). fn must
+// not panic (a server that starts handlers this way recovers in fn itself). It is how a server that starts its own handler
 // goroutines (internal/h2server) puts short requests on warm stacks without
 // a second hand-off.
 func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
@@ -47,7 +47,6 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 		return
 	}
 	t := &warmTask{fn: fn}
-	heartbeat := flowcontrol.IsHeartbeat(r.URL.Path)
 	p.mu.Lock()
 	if p.startLocked(t) {
 		p.mu.Unlock()
@@ -60,7 +59,7 @@ func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 		p.stalled = true
 	}
 	if !p.stalled {
-		if heartbeat {
+		if flowcontrol.IsHeartbeat(r.URL.Path) {
 			p.heartbeats.push(t)
 		} else {
 			p.queue.push(t)
@@ -111,12 +110,12 @@ const heartbeatBurst = 8
 // processor serves one turn in 61): requests waited unread in the sockets
 // until their clients timed out. Now a request that finds every worker busy
 // waits in the pool's queue (node heartbeats in a queue of their own that
-// is served first, see heartbeatBurst), and a worker takes the next one only after
-// yielding to the goroutines already waiting to run, the readers among
-// them. The readers keep the sockets drained, at most max handlers are
-// runnable, and the backlog waits where a request whose client has gone,
-// or whose deadline has passed, is dropped without being served
-// (LimitInFlight). When no worker has taken a queued request for
+// is served first, see heartbeatBurst), and a worker takes the next one
+// only after yielding to the goroutines already waiting to run, the
+// readers among them. The readers keep the sockets drained, at most max
+// handlers are runnable, and the backlog waits where a request whose
+// client has gone, or whose deadline has passed, is dropped without being
+// served (LimitInFlight). When no worker has taken a queued request for
 // StallAfter, the workers are blocked rather than busy (storage stalls,
 // slow clients' bodies): the pool then starts every request on a goroutine
 // of its own again until a worker is free, so a blocked worker never
