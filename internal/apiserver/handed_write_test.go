@@ -22,7 +22,7 @@ import (
 // wrote instead of decoding its stored value again (store.Store.hands).
 // What it holds must be what a decode of the stored value gives, field for
 // field, whatever the request looked like: JSON or protobuf, times with
-// nanoseconds, empty maps and lists, a merge patch, a retried conflict.
+// nanoseconds, empty maps and lists, a merge patch, a refused update.
 func TestTheCacheHoldsWhatADecodeOfAnUpdatesStoredValueGives(t *testing.T) {
 	s, h := newTestServer(t, Config{Storage: newMemStorage(t)})
 	st := s.resources[coordinationv1.SchemeGroupVersion.WithResource("leases")].st
@@ -41,20 +41,19 @@ func TestTheCacheHoldsWhatADecodeOfAnUpdatesStoredValueGives(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The cached list waits (bounded) until the cache reflects rv.
+		page, err := st.ListFromCache(context.Background(), store.Predicate{Namespace: ns}, rv)
+		if err != nil {
+			t.Fatalf("the cache at resourceVersion %d: %v", rv, err)
+		}
 		var cached any
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			c, err := st.GetCached(ns, name)
-			if err == nil {
-				if crv, _ := store.ObjectRV(c); crv == rv {
-					cached = c
-					break
-				}
+		for _, o := range page.Items {
+			if l := o.(*coordinationv1.Lease); l.Name == name {
+				cached = l
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the cache did not reach resourceVersion %d", rv)
-			}
-			time.Sleep(time.Millisecond) // poll interval, bounded by the deadline
+		}
+		if crv, _ := store.ObjectRV(cached.(*coordinationv1.Lease)); crv != rv {
+			t.Fatalf("the cache holds resourceVersion %d, want %d", crv, rv)
 		}
 		decoded, err := st.Get(context.Background(), ns, name)
 		if err != nil {

@@ -222,13 +222,12 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	// LimitInFlight has read the body already: copy what is left of it
 	// at its size, instead of growing a buffer.
-	if b, ok := r.Body.(*bufferedBody); ok {
-		if b.Len() > maxBodyBytes {
-			return nil, errBodyTooLarge{}
+	if _, ok := r.Body.(*bufferedBody); ok {
+		lent, err := readBodyLent(r)
+		if err != nil {
+			return nil, err
 		}
-		data := make([]byte, b.Len())
-		_, _ = b.Read(data) // a bytes.Reader reads all it holds
-		return data, nil
+		return append(make([]byte, 0, len(lent)), lent...), nil
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {

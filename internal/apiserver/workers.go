@@ -38,9 +38,10 @@ func (p *WarmWorkers) Handler(next http.Handler) http.Handler {
 // while the pool is below its size, or, with every worker busy, on the
 // first worker that becomes free (the requests waiting are served oldest
 // first, a node's heartbeat before others: see heartbeatBurst). fn must
-// not panic (a server that starts handlers this way recovers in fn itself). It is how a server that starts its own handler
-// goroutines (internal/h2server) puts short requests on warm stacks without
-// a second hand-off.
+// not panic (a server that starts handlers this way recovers in fn
+// itself). It is how a server that starts its own handler goroutines
+// (internal/h2server) puts short requests on warm stacks without a second
+// hand-off.
 func (p *WarmWorkers) GoServe(r *http.Request, fn func()) {
 	if flowcontrol.IsLongRunning(r.Method, r.URL.Path, r.URL.RawQuery) {
 		go fn()

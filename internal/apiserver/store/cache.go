@@ -133,14 +133,6 @@ type cache struct {
 	handed map[string]handedWrite
 }
 
-// handedWrite is a write's stored value (its first byte and length) and
-// the object it encodes, without its new resourceVersion.
-type handedWrite struct {
-	value *byte
-	n     int
-	obj   runtime.Object
-}
-
 func newCache(s *Store) *cache {
 	return &cache{
 		s:              s,
@@ -152,52 +144,6 @@ func newCache(s *Store) *cache {
 		progressWanted: make(chan struct{}, 1),
 		handed:         map[string]handedWrite{},
 	}
-}
-
-// hand records that value, about to be stored under key, encodes obj: when
-// its event comes, apply takes obj (which nobody may modify any more)
-// instead of decoding value. A later hand for the key replaces it.
-func (c *cache) hand(key string, value []byte, obj runtime.Object) {
-	c.handMu.Lock()
-	c.handed[key] = handedWrite{value: &value[0], n: len(value), obj: obj}
-	c.handMu.Unlock()
-}
-
-// unhand forgets what hand recorded for value (its write failed).
-func (c *cache) unhand(key string, value []byte) {
-	c.handMu.Lock()
-	if h, ok := c.handed[key]; ok && h.value == &value[0] {
-		delete(c.handed, key)
-	}
-	c.handMu.Unlock()
-}
-
-// takeHanded returns the object handed for a put of value under key (nil
-// if none), and forgets it. A delete (value nil) forgets what the key had.
-func (c *cache) takeHanded(key string, value []byte) runtime.Object {
-	c.handMu.Lock()
-	defer c.handMu.Unlock()
-	h, ok := c.handed[key]
-	if !ok {
-		return nil
-	}
-	if len(value) == 0 {
-		delete(c.handed, key)
-		return nil
-	}
-	if h.value != &value[0] || h.n != len(value) {
-		return nil // another write's (an earlier one's event, or a later hand)
-	}
-	delete(c.handed, key)
-	return h.obj
-}
-
-// dropHanded forgets every handed write (the cache reloads: their events
-// may be covered by the load and never come).
-func (c *cache) dropHanded() {
-	c.handMu.Lock()
-	clear(c.handed)
-	c.handMu.Unlock()
 }
 
 func (c *cache) isReady() bool {

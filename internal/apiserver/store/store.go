@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -277,46 +276,6 @@ func (s *Store) Update(ctx context.Context, obj runtime.Object, expectedRV int64
 		return nil, err
 	}
 	return obj, nil
-}
-
-// handCopy returns the copy of obj that Update hands to the watch cache:
-// a shallow copy, so that the writer may set its own object's
-// resourceVersion while the cache sets the copy's, with its metadata's
-// empty maps and lists made absent, as a decode makes them. What the two
-// share (maps, slices, pointed-to values) is never modified once written:
-// the caller of Update only reads the object it gets back, and the
-// cache's objects are read only. The copy is interned as a decoded one.
-func (s *Store) handCopy(obj runtime.Object) (runtime.Object, error) {
-	v := reflect.ValueOf(obj)
-	cp := reflect.New(v.Type().Elem())
-	cp.Elem().Set(v.Elem())
-	out, ok := cp.Interface().(runtime.Object)
-	if !ok {
-		return nil, fmt.Errorf("copy of a %T is not an object", obj)
-	}
-	a, err := meta.Accessor(out)
-	if err != nil {
-		return nil, err
-	}
-	if len(a.GetLabels()) == 0 {
-		a.SetLabels(nil)
-	}
-	if len(a.GetAnnotations()) == 0 {
-		a.SetAnnotations(nil)
-	}
-	if len(a.GetOwnerReferences()) == 0 {
-		a.SetOwnerReferences(nil)
-	}
-	if len(a.GetFinalizers()) == 0 {
-		a.SetFinalizers(nil)
-	}
-	if len(a.GetManagedFields()) == 0 {
-		a.SetManagedFields(nil)
-	}
-	if s.cfg.InternCached != nil {
-		s.cfg.InternCached(out)
-	}
-	return out, nil
 }
 
 // Delete removes the object if its revision equals expectedRV (0 = any) and
