@@ -4,9 +4,11 @@
 package serverapp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -22,6 +24,7 @@ import (
 	"github.com/nodeplane/nodeplane/internal/controller/manager"
 	"github.com/nodeplane/nodeplane/internal/controller/nodeipam"
 	"github.com/nodeplane/nodeplane/internal/logging"
+	"github.com/nodeplane/nodeplane/internal/procs"
 	"github.com/nodeplane/nodeplane/internal/sdnotify"
 )
 
@@ -67,6 +70,9 @@ type Options struct {
 	// the server announces: the requests one HTTP/2 connection may have
 	// running at once (kube-apiserver's flag).
 	HTTP2MaxStreamsPerConnection int
+	// ElasticProcs sizes GOMAXPROCS to the load (internal/procs) unless
+	// GOMAXPROCS is set in the environment.
+	ElasticProcs bool
 	// RequestTimeout bounds a request that is not long-running, reading
 	// its body included (--request-timeout).
 	RequestTimeout time.Duration
@@ -245,6 +251,7 @@ func DefaultOptions() Options {
 		MaxMutatingRequestsInflight:         200,
 		HTTP2Server:                         HTTP2Nodeplane,
 		HTTP2MaxStreamsPerConnection:        DefaultHTTP2MaxStreams,
+		ElasticProcs:                        true,
 		RequestTimeout:                      time.Minute,
 		MinRequestTimeout:                   1800,
 		Logging:                             logging.Options{Level: "info", Format: "text"},
@@ -272,6 +279,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "Added to --max-requests-inflight: together they are the server's total seats, split between priority levels (see --max-requests-inflight)")
 	fs.StringVar(&o.HTTP2Server, "http2-server", o.HTTP2Server, "What serves HTTP/2 connections: \"nodeplane\" (one goroutine per connection, a response in one write; docs/performance.md) or \"go\" (Go's net/http HTTP/2 server). HTTP/1.1 is served by net/http either way")
 	fs.IntVar(&o.HTTP2MaxStreamsPerConnection, "http2-max-streams-per-connection", o.HTTP2MaxStreamsPerConnection, "Requests one HTTP/2 connection may have running at once (SETTINGS_MAX_CONCURRENT_STREAMS; a stream the client reset counts until its handler returns). A client that reaches it opens another connection, so a slow server would invite more connections and TLS handshakes: keep it above the requests a client has waiting")
+	fs.BoolVar(&o.ElasticProcs, "elastic-procs", o.ElasticProcs, "Size the Go scheduler's processors (GOMAXPROCS) to the load, between one and the CPUs (or the container's CPU limit): they double when the server keeps 75% of them busy over 0.4 s (all of them over 0.2 s), and one goes after 2 s in which one fewer would have been less than 60% busy. A processor the server has but does not need costs CPU on every request (15-20% more per lease renewal at a quarter of two CPUs, docs/performance.md). false, or GOMAXPROCS set in the environment, keeps Go's fixed choice")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request may take, reading its body included, before it is answered 504 Timeout; watches and pod logs are exempt (see --min-request-timeout)")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "A watch without timeoutSeconds is ended (the client resumes it) after a random time between this many seconds and twice that")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "Events are removed this long after their last update; 0 keeps them")
@@ -383,7 +391,9 @@ func Command(stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), Config{Options: o, Logger: logger, Ready: func(url string) {
+			ctx, stopSizing := SizeProcs(cmd.Context(), o, logger)
+			defer stopSizing()
+			return Run(ctx, Config{Options: o, Logger: logger, Ready: func(url string) {
 				// Under systemd (Type=notify) the unit is started once
 				// /readyz answers ok; elsewhere this sends nothing.
 				if sent, err := sdnotify.Notify(sdnotify.Ready); err != nil {
@@ -415,4 +425,23 @@ func parseOverride(s string) (schema.GroupResource, []string, error) {
 		}
 	}
 	return schema.GroupResource{Group: group, Resource: resource}, urls, nil
+}
+
+// SizeProcs sizes the process's GOMAXPROCS to its load (internal/procs)
+// while ctx lasts, when o.ElasticProcs asks for it and GOMAXPROCS is not set
+// in the environment. It returns the context to run under and a stop that
+// ends the sizing, gives the process back its processors and waits.
+func SizeProcs(ctx context.Context, o Options, logger *slog.Logger) (context.Context, func()) {
+	if !procs.Enabled(o.ElasticProcs, os.Getenv) {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := procs.Run(ctx, procs.Config{Logger: logger.With("component", "procs")}); err != nil {
+			logger.Warn("could not size the scheduler's processors to the load; GOMAXPROCS stays as Go chose", "err", err)
+		}
+	}()
+	return ctx, func() { cancel(); <-done }
 }

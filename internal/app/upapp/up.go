@@ -59,7 +59,9 @@ func Command(stdout, stderr io.Writer) *cobra.Command {
 				}
 				return false
 			}
-			return run(cmd.Context(), so, ao, changed, stdout, logger)
+			ctx, stopSizing := serverapp.SizeProcs(cmd.Context(), so, logger)
+			defer stopSizing()
+			return run(ctx, so, ao, changed, stdout, logger)
 		},
 	}
 	fs := cmd.Flags()
