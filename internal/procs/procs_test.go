@@ -217,6 +217,89 @@ func TestRunFollowsTheCPUUsed(t *testing.T) {
 	}
 }
 
+// lateClock is a fake clock whose Now, as Run reads it, runs late by an
+// offset the test sets: a tick handled late.
+type lateClock struct {
+	*clocktesting.FakeClock
+	mu   sync.Mutex
+	off  time.Duration
+	nows chan struct{} // a value per call of Now
+}
+
+func (c *lateClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nows <- struct{}{}
+	return c.FakeClock.Now().Add(c.off)
+}
+
+func (c *lateClock) setLate(d time.Duration) {
+	c.mu.Lock()
+	c.off = d
+	c.mu.Unlock()
+}
+
+// TestRunFoldsAnEarlyTickIntoTheNext: a tick handled late (the process was
+// throttled) is followed by one a few milliseconds later; that short span
+// is not measured — 10 ms of CPU in 5 ms would read as two saturated
+// processors — but folded into the next interval.
+func TestRunFoldsAnEarlyTickIntoTheNext(t *testing.T) {
+	clk := &lateClock{FakeClock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), nows: make(chan struct{}, 1)}
+	proc := &fakeProcess{procs: 1, sets: make(chan int, 100), reads: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{
+			Policy:   DefaultPolicy(2),
+			Interval: 100 * time.Millisecond, Clock: clk,
+			CPUTime: proc.cpuTime, SetProcs: proc.setProcs,
+		})
+	}()
+	read := func() {
+		t.Helper()
+		select {
+		case <-proc.reads:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not read the CPU time")
+		}
+	}
+	// tick steps to the next tick and returns once Run has read the time.
+	tick := func() {
+		t.Helper()
+		clk.Step(100 * time.Millisecond)
+		select {
+		case <-clk.nows:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not take the tick")
+		}
+	}
+	read()
+	<-clk.nows // the start of the first interval
+	waitFor(t, "Run to wait on its ticker", clk.HasWaiters)
+	clk.setLate(95 * time.Millisecond) // the first tick is handled 95 ms late
+	tick()
+	read()
+	clk.setLate(0) // the second on time: 5 ms after the first
+	proc.use(10 * time.Millisecond)
+	tick()
+	tick() // the third: 10 ms over 105 ms
+	read()
+	tick() // one more, so that the third's decision is made
+	read()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	close(proc.sets)
+	var sets []int
+	for n := range proc.sets {
+		sets = append(sets, n)
+	}
+	if len(sets) != 1 || sets[0] != 1 {
+		t.Errorf("processors set to %v, want only the start's 1 given back at the end", sets)
+	}
+}
+
 func TestRunRefusesASecondSizer(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	proc := &fakeProcess{procs: 2, sets: make(chan int, 100)}
