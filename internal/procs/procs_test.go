@@ -156,23 +156,10 @@ func (f *fakeProcess) use(d time.Duration) {
 func TestRunFollowsTheCPUUsed(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	proc := &fakeProcess{procs: 4, sets: make(chan int, 100), reads: make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{
-			Policy:   Policy{Max: 4, Grow: 0.7, Saturated: 0.9, Shrink: 0.5, ShrinkAfter: 3},
-			Interval: 100 * time.Millisecond, Clock: clk,
-			CPUTime: proc.cpuTime, SetProcs: proc.setProcs,
-		})
-	}()
-	read := func() {
-		t.Helper()
-		select {
-		case <-proc.reads:
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not read the CPU time")
-		}
-	}
+	read, stop := startRun(t, proc, Config{
+		Policy:   Policy{Max: 4, Grow: 0.7, Saturated: 0.9, Shrink: 0.5, ShrinkAfter: 3},
+		Interval: 100 * time.Millisecond, Clock: clk,
+	})
 	read() // Run's first reading, before its ticker starts
 	waitFor(t, "Run to wait on its ticker", clk.HasWaiters)
 	// interval is one interval in which the process used busy cores; it
@@ -207,14 +194,38 @@ func TestRunFollowsTheCPUUsed(t *testing.T) {
 	interval(1.5) // two intervals past 0.7 × 2 on average
 	interval(1.5)
 	expect(4)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	expect(4) // given back what it started with
 	if len(proc.sets) != 0 {
 		t.Errorf("%d unexpected changes", len(proc.sets))
 	}
+}
+
+// startRun runs Run on the fake process with cfg. read waits for Run's
+// next reading of the CPU time (proc.reads must be set); stop ends Run and
+// fails the test on its error.
+func startRun(t *testing.T, proc *fakeProcess, cfg Config) (read, stop func()) {
+	t.Helper()
+	cfg.CPUTime, cfg.SetProcs = proc.cpuTime, proc.setProcs
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	read = func() {
+		t.Helper()
+		select {
+		case <-proc.reads:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not read the CPU time")
+		}
+	}
+	stop = func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+	return read, stop
 }
 
 // lateClock is a fake clock whose Now, as Run reads it, runs late by an
@@ -246,23 +257,10 @@ func (c *lateClock) setLate(d time.Duration) {
 func TestRunFoldsAnEarlyTickIntoTheNext(t *testing.T) {
 	clk := &lateClock{FakeClock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), nows: make(chan struct{}, 1)}
 	proc := &fakeProcess{procs: 1, sets: make(chan int, 100), reads: make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{
-			Policy:   DefaultPolicy(2),
-			Interval: 100 * time.Millisecond, Clock: clk,
-			CPUTime: proc.cpuTime, SetProcs: proc.setProcs,
-		})
-	}()
-	read := func() {
-		t.Helper()
-		select {
-		case <-proc.reads:
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not read the CPU time")
-		}
-	}
+	read, stop := startRun(t, proc, Config{
+		Policy:   DefaultPolicy(2),
+		Interval: 100 * time.Millisecond, Clock: clk,
+	})
 	// tick steps to the next tick and returns once Run has read the time.
 	tick := func() {
 		t.Helper()
@@ -286,10 +284,7 @@ func TestRunFoldsAnEarlyTickIntoTheNext(t *testing.T) {
 	read()
 	tick() // one more, so that the third's decision is made
 	read()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	close(proc.sets)
 	var sets []int
 	for n := range proc.sets {
