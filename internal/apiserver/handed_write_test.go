@@ -46,13 +46,16 @@ func TestTheCacheHoldsWhatADecodeOfAnUpdatesStoredValueGives(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the cache at resourceVersion %d: %v", rv, err)
 		}
-		var cached any
+		var cached *coordinationv1.Lease
 		for _, o := range page.Items {
 			if l := o.(*coordinationv1.Lease); l.Name == name {
 				cached = l
 			}
 		}
-		if crv, _ := store.ObjectRV(cached.(*coordinationv1.Lease)); crv != rv {
+		if cached == nil {
+			t.Fatalf("the cache at resourceVersion %d has no Lease %s/%s", rv, ns, name)
+		}
+		if crv, _ := store.ObjectRV(cached); crv != rv {
 			t.Fatalf("the cache holds resourceVersion %d, want %d", crv, rv)
 		}
 		decoded, err := st.Get(context.Background(), ns, name)

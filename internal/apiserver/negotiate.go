@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"mime"
@@ -227,7 +228,7 @@ func readBody(r *http.Request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append(make([]byte, 0, len(lent)), lent...), nil
+		return bytes.Clone(lent), nil
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
