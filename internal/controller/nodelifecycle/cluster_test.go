@@ -37,6 +37,11 @@ type cluster struct {
 	// failed lists the nodes whose status or taint writes failed on
 	// request.
 	failed map[string]bool
+	// leaseSeen: when set, observations carry when each Lease was last
+	// renewed as its LeaseSeenAt, as the shell's watch would deliver it
+	// (seen); else none, and a renewal counts from the pass that sees it.
+	leaseSeen bool
+	seen      map[string]time.Time
 	// duringWrites, when set, runs after Monitor has decided and before
 	// its status writes are visible, as the shell's 100 ms tainting step
 	// does while a pass is still writing.
@@ -53,8 +58,17 @@ func newCluster(t testing.TB, cfg Config) *cluster {
 		t: t, now: t0, core: c, fresh: true,
 		nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
 		failStatus: map[string]bool{}, failTaint: map[string]bool{}, failPods: map[string]bool{},
-		failed: map[string]bool{},
+		failed: map[string]bool{}, seen: map[string]time.Time{},
 	}
+}
+
+// observation is the named node as the informers show it now.
+func (cl *cluster) observation(name string) Observation {
+	o := Observation{Node: cl.nodes[name], Lease: cl.leases[name]}
+	if cl.leaseSeen && o.Lease != nil {
+		o.LeaseSeenAt = cl.seen[name]
+	}
+	return o
 }
 
 // nodeOpt shapes a node at creation.
@@ -127,6 +141,7 @@ func (cl *cluster) renew(name string) { cl.renewAt(name, cl.now) }
 
 func (cl *cluster) renewAt(name string, at time.Time) {
 	mt := metav1.NewMicroTime(at)
+	cl.seen[name] = cl.now
 	cl.leases[name] = &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
 		Spec:       coordinationv1.LeaseSpec{RenewTime: &mt},
@@ -140,8 +155,8 @@ func (cl *cluster) remove(name string) {
 
 func (cl *cluster) observations() []Observation {
 	obs := make([]Observation, 0, len(cl.nodes))
-	for name, n := range cl.nodes {
-		obs = append(obs, Observation{Node: n, Lease: cl.leases[name]})
+	for name := range cl.nodes {
+		obs = append(obs, cl.observation(name))
 	}
 	// Informers list in no particular order; the core must not care.
 	sort.Slice(obs, func(i, j int) bool { return obs[i].Node.Name > obs[j].Node.Name })
@@ -158,6 +173,28 @@ func (cl *cluster) monitorWith(obs []Observation) PassResult {
 	if cl.duringWrites != nil {
 		cl.duringWrites()
 	}
+	cl.apply(res)
+	return res
+}
+
+// due runs the shell's check between passes: the nodes whose grace period
+// ended since the last pass are judged from their current Node and Lease
+// and the result carried out. It returns the names judged too.
+func (cl *cluster) due() (PassResult, []string) {
+	names := cl.core.DueNodes(cl.now)
+	var obs []Observation
+	for _, name := range names {
+		if _, ok := cl.nodes[name]; ok {
+			obs = append(obs, cl.observation(name))
+		}
+	}
+	res := cl.core.MonitorDue(cl.now, cl.fresh, obs)
+	cl.apply(res)
+	return res, names
+}
+
+// apply carries out a pass's result like the shell.
+func (cl *cluster) apply(res PassResult) {
 	for _, name := range res.Registered {
 		cl.events = append(cl.events, ReasonRegisteredNode+" "+name)
 	}
@@ -195,7 +232,6 @@ func (cl *cluster) monitorWith(obs []Observation) PassResult {
 		}
 		cl.applyTaint(u, false)
 	}
-	return res
 }
 
 func (cl *cluster) markPods(name string) {

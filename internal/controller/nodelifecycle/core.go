@@ -29,6 +29,9 @@ type Core struct {
 	disrupted bool
 	// metricZones are the zones whose metrics were last published.
 	metricZones map[string]bool
+	// due lists, earliest first, the nodes whose grace period ends
+	// before the next monitor pass is expected (planDue, MonitorDue).
+	due []dueNode
 }
 
 // nodeState is everything the core keeps about one node.
@@ -90,6 +93,7 @@ func New(cfg Config) (*Core, error) {
 func (c *Core) Reset() {
 	c.nodes = map[string]*nodeState{}
 	c.zones = map[string]*zone{}
+	c.due = nil
 	c.fresh = true
 	c.disrupted = false
 }
@@ -276,39 +280,16 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		}
 		n.node, n.zone, n.excluded = node, key, excludedFromDisruption(node)
 		members[key]++
-		seen := now
-		if !o.LeaseSeenAt.IsZero() && o.LeaseSeenAt.Before(now) {
-			seen = o.LeaseSeenAt
-		}
-		n.health.observe(node, o.Lease, now, seen, c.cfg.NodeMonitorGracePeriod)
+		c.observe(n, o, now)
 		if turnedFresh && !n.health.neverAlive() {
 			n.health.probe = now
 		}
-
-		var latest time.Time
-		n.taints, latest = noExecuteOf(node)
+		latest := c.observeTaints(n, now)
 		if latest.After(latestTaint[key]) {
 			latestTaint[key] = latest
 		}
-		if p := n.pending; p != nil && (p.set == n.taints || now.Sub(p.at) > 2*c.cfg.NodeMonitorPeriod) {
-			n.pending = nil
-		}
-
-		n.status = readyStatus(node)
-		if n.health.ours {
-			// This controller's Unknown write, not in the view yet.
-			n.status = n.health.ready.Status
-		}
-		if due := n.health.probe.Add(c.gracePeriod(node)); fresh && !n.health.ours && now.After(due) {
-			if upd := markUnknown(node, now); upd != nil {
-				notReady := n.status == corev1.ConditionTrue
-				overdue = append(overdue, overdueNode{StatusUpdate{Node: upd, NotReady: notReady}, due})
-				n.health.ready, n.health.ours, n.health.oursAt = copyCondition(readyCondition(upd)), true, now
-				n.status = corev1.ConditionUnknown
-				if notReady {
-					n.retryPods = false
-				}
-			}
+		if od, ok := c.judge(n, now, fresh); ok {
+			overdue = append(overdue, od)
 		}
 		switch {
 		case n.status == corev1.ConditionTrue:
@@ -333,6 +314,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		z.size = counts[key][0] + counts[key][1]
 		z.unhealthy = counts[key][1]
 	}
+	c.planDue(now, fresh)
 
 	if fresh {
 		c.handleDisruption(counts, now, &res)

@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -147,6 +148,9 @@ func newSim(t *testing.T, seed uint64) *sim {
 	s.allDownEnd = s.allDownAt.Add(time.Duration(90+s.rng.IntN(120)) * time.Second)
 	s.stallAt = t0.Add(time.Duration(120+s.rng.IntN(180)) * time.Second)
 	s.failoverAt = t0.Add(time.Duration(30*60+s.rng.IntN(8*60)) * time.Second)
+	// Renewals count from when they happen, as the shell's watch delivers
+	// them, so grace periods end between passes as well as on them.
+	s.cl.leaseSeen = true
 	return s
 }
 
@@ -170,7 +174,7 @@ func (s *sim) run() {
 		s.cl.step(time.Second)
 	}
 	s.quietPhase()
-	for _, what := range []string{"unknown", "eviction", "swap", "disrupted", "stale", "failover", "removal", "first taint at once"} {
+	for _, what := range []string{"unknown", "eviction", "swap", "disrupted", "stale", "failover", "removal", "first taint at once", "unknown between passes"} {
 		if s.seen[what] == 0 {
 			s.t.Errorf("seed %d: the run never saw a %s; the simulation does not exercise it", s.seed, what)
 		}
@@ -257,6 +261,7 @@ func (s *sim) tick() {
 	if !s.gapEnd.IsZero() {
 		return
 	}
+	s.due()
 	if sec%5 == 0 {
 		s.monitor()
 	}
@@ -313,18 +318,7 @@ func (s *sim) monitor() {
 	if !fresh && len(res.StatusUpdates) > 0 {
 		s.fail("marked %s Unknown on a stale view", res.StatusUpdates[0].Node.Name)
 	}
-	// No node whose agent beat within its grace period is marked Unknown.
-	for _, u := range cl.statusUpdates[nUpdates:] {
-		a := s.byName[u.Node.Name]
-		grace := s.cfg.NodeMonitorGracePeriod
-		if readyCondition(before[a.name]) == nil {
-			grace = s.cfg.NodeStartupGracePeriod
-		}
-		if age := cl.now.Sub(a.lastBeat); age <= grace {
-			s.fail("%s marked Unknown %v after its agent's last heartbeat (grace %v)", a.name, age, grace)
-		}
-		s.seen["unknown"]++
-	}
+	s.checkMarked(before, nUpdates, "unknown")
 	if res.Disruption == DisruptionEntered {
 		s.seen["disrupted"]++
 	}
@@ -354,17 +348,77 @@ func (s *sim) monitor() {
 	}
 	s.allDownAtPass = false
 	if fresh {
-		counted, ready := 0, 0
-		for name, n := range cl.nodes {
-			if !s.byName[name].excluded {
-				counted++
-				if readyStatus(n) == corev1.ConditionTrue {
-					ready++
-				}
+		s.noteAllDown()
+	}
+}
+
+// checkMarked checks the Unknown writes since the first from of the
+// recorded status updates: no node whose agent beat within its grace
+// period is marked. before is the view the writes were decided on.
+func (s *sim) checkMarked(before map[string]*corev1.Node, from int, count string) {
+	cl := s.cl
+	for _, u := range cl.statusUpdates[from:] {
+		a := s.byName[u.Node.Name]
+		grace := s.cfg.NodeMonitorGracePeriod
+		if readyCondition(before[a.name]) == nil {
+			grace = s.cfg.NodeStartupGracePeriod
+		}
+		if age := cl.now.Sub(a.lastBeat); age <= grace {
+			s.fail("%s marked Unknown %v after its agent's last heartbeat (grace %v)", a.name, age, grace)
+		}
+		s.seen[count]++
+	}
+}
+
+// due runs the shell's check for nodes whose grace period ended since the
+// last pass (every 100 ms in the shell, every simulated second here) and
+// checks what it did as a pass's.
+func (s *sim) due() {
+	cl := s.cl
+	fresh := cl.fresh
+	before := maps.Clone(cl.nodes)
+	nUpdates := len(cl.statusUpdates)
+	res, judged := cl.due()
+	if (!fresh || !cl.core.fresh) && (len(res.StatusUpdates) > 0 || len(res.TaintUpdates) > 0) {
+		s.fail("the check between passes wrote on a stale view: %d statuses, %d taints", len(res.StatusUpdates), len(res.TaintUpdates))
+	}
+	s.checkMarked(before, nUpdates, "unknown between passes")
+	if res.Disruption == DisruptionEntered {
+		s.seen["disrupted"]++
+	}
+	for _, name := range judged {
+		if n, ok := cl.nodes[name]; ok {
+			s.statusAtPass[name] = readyStatus(n)
+		}
+	}
+	for _, u := range res.TaintUpdates {
+		if len(u.Add) > 0 {
+			if !cl.failed[u.Node] {
+				s.checkAdd(u, before[u.Node])
+			}
+			s.seen["swap"]++
+		} else {
+			s.seen["removal"]++
+		}
+	}
+	if len(judged) > 0 && fresh {
+		s.noteAllDown()
+	}
+}
+
+// noteAllDown records whether every counted node is not Ready after a
+// fresh pass or check.
+func (s *sim) noteAllDown() {
+	counted, ready := 0, 0
+	for name, n := range s.cl.nodes {
+		if !s.byName[name].excluded {
+			counted++
+			if readyStatus(n) == corev1.ConditionTrue {
+				ready++
 			}
 		}
-		s.allDownAtPass = counted > 0 && ready == 0
 	}
+	s.allDownAtPass = counted > 0 && ready == 0
 }
 
 // checkAdd checks a NoExecute taint the core asked to add: explained by the
