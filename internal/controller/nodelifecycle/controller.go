@@ -82,7 +82,7 @@ type Controller struct {
 	// seenMu guards leaseSeen: when the lease informer delivered each
 	// node's current Lease (Observation.LeaseSeenAt).
 	seenMu    sync.Mutex
-	leaseSeen map[string]time.Time
+	leaseSeen map[string]seenLease
 
 	nodes      corelisters.NodeLister
 	leases     coordinationlisters.LeaseLister
@@ -162,7 +162,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 	}
 	c.pods = pods
 	c.noSchedule = manager.NewQueue("node-noschedule-taints", c.cfg.Clock)
-	c.leaseSeen = map[string]time.Time{}
+	c.leaseSeen = map[string]seenLease{}
 	if _, err := li.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.noteLease(obj) },
 		UpdateFunc: func(_, cur any) { c.noteLease(cur) },
@@ -185,8 +185,31 @@ func (c *Controller) noteLease(obj any) {
 	}
 	now := c.cfg.Clock.Now()
 	c.seenMu.Lock()
-	c.leaseSeen[l.Name] = now
+	c.leaseSeen[l.Name] = seenLease{resourceVersion: l.ResourceVersion, at: now}
 	c.seenMu.Unlock()
+}
+
+// seenLease is when the lease watch delivered one version of a Lease.
+type seenLease struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// stampLeaseSeen sets each observation's LeaseSeenAt to when the lease
+// watch delivered that very version of its Lease. The informer's cache
+// shows a new version before its handlers have run, so a version not
+// noted yet gets none and counts from now: stamping it with the previous
+// version's delivery would start the node's grace one renewal too early.
+func (c *Controller) stampLeaseSeen(obs []Observation) {
+	c.seenMu.Lock()
+	defer c.seenMu.Unlock()
+	for i := range obs {
+		if l := obs[i].Lease; l != nil {
+			if s, ok := c.leaseSeen[l.Name]; ok && s.resourceVersion == l.ResourceVersion {
+				obs[i].LeaseSeenAt = s.at
+			}
+		}
+	}
 }
 
 func (c *Controller) forgetLease(obj any) {
@@ -302,13 +325,7 @@ func (c *Controller) monitorPass(ctx context.Context) {
 		}
 		obs = append(obs, o)
 	}
-	c.seenMu.Lock()
-	for i := range obs {
-		if obs[i].Lease != nil {
-			obs[i].LeaseSeenAt = c.leaseSeen[obs[i].Node.Name]
-		}
-	}
-	c.seenMu.Unlock()
+	c.stampLeaseSeen(obs)
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	c.fresh.Seen(c.leaseInf.LastSyncResourceVersion())
@@ -358,13 +375,7 @@ func (c *Controller) duePass(ctx context.Context) {
 		}
 		obs = append(obs, o)
 	}
-	c.seenMu.Lock()
-	for i := range obs {
-		if obs[i].Lease != nil {
-			obs[i].LeaseSeenAt = c.leaseSeen[obs[i].Node.Name]
-		}
-	}
-	c.seenMu.Unlock()
+	c.stampLeaseSeen(obs)
 	res := c.core.MonitorDue(now, true, obs)
 	sum, ok := c.summary(now, len(res.StatusUpdates) > 0 && now.Sub(c.summaryAt) >= summaryEvery)
 	c.mu.Unlock()

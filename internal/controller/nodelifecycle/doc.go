@@ -21,12 +21,22 @@
 // decide whether its view is fresh (watches progressing, storage answering),
 // call Monitor, then carry out the PassResult in its documented order,
 // reporting failures back (StatusUpdateFailed, PodMarkingFailed,
-// TaintNotApplied). Every 100 ms: call Taint and write its updates. On every
+// TaintNotApplied). Every 100 ms: call Taint and write its updates; and, if
+// DueNodes names nodes whose grace period ended since the pass, call
+// MonitorDue with their current Node and Lease and carry out its result as
+// a pass's. On every
 // node add/update: write NoScheduleTaints and BetaLabels. On a pod
 // bound to a node: ask PodsShouldBeNotReady. On gaining leadership: Reset (or
 // a new Core). For /debug/nodeplane/zones: View.
 //
 // # Where nodeplane differs from upstream, and why
+//
+// A node is marked Unknown when its grace period ends, not at the next
+// monitor pass (SPEC NLC-8 allows up to two periods more): each pass plans
+// the nodes whose grace ends before the next one, and the shell has them
+// judged every 100 ms (due.go). Upstream's pass-only check leaves a dead
+// node unmarked for up to a period after its grace, plus the pass's own
+// time (a second at 100,000 nodes).
 //
 // No one-period lag of the NoExecute taint (SPEC NLC-13, §12,
 // kubernetes#120815). Upstream decides the NoExecute taint from the Ready
