@@ -72,12 +72,14 @@ type Controller struct {
 	cfg ShellConfig
 	m   metrics
 
-	mu      sync.Mutex // guards core, fresh, leading and summaryAt
+	mu      sync.Mutex // guards core, fresh, leading, summaryAt and summaryOwed
 	core    *Core
 	fresh   Freshness
 	leading bool
-	// summaryAt is when the last Summary was taken.
-	summaryAt time.Time
+	// summaryAt is when the last Summary was taken; summaryOwed: nodes
+	// were marked between passes since.
+	summaryAt   time.Time
+	summaryOwed bool
 
 	// seenMu guards leaseSeen: when the lease informer delivered each
 	// node's current Lease (Observation.LeaseSeenAt).
@@ -349,19 +351,33 @@ func (c *Controller) monitorPass(ctx context.Context) {
 func (c *Controller) duePass(ctx context.Context) {
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
+	res, judged := c.judgeDue(now)
+	// The zone view follows the marks, at most once a second; one owed
+	// after the last marks of a burst is taken as soon as that allows.
+	c.summaryOwed = c.summaryOwed || len(res.StatusUpdates) > 0
+	sum, ok := c.summary(now, c.summaryOwed && now.Sub(c.summaryAt) >= summaryEvery)
+	c.mu.Unlock()
+	if ok {
+		c.cfg.Summaries.Record(sum)
+	}
+	if judged {
+		c.apply(ctx, res)
+	}
+}
+
+// judgeDue has the nodes due by now judged, if any and if the view is
+// fresh; c.mu must be held.
+func (c *Controller) judgeDue(now time.Time) (PassResult, bool) {
 	names := c.core.DueNodes(now)
 	if len(names) == 0 {
-		c.mu.Unlock()
-		return
+		return PassResult{}, false
 	}
 	// The freshness of the view as of now: a pass's probe the lease watch
 	// had not reached at the pass must not count as lag here once the
 	// watch has passed it. On a stale view the due nodes stay planned.
 	c.fresh.Seen(c.leaseInf.LastSyncResourceVersion())
-	fresh, _ := c.fresh.Fresh(now)
-	if !fresh {
-		c.mu.Unlock()
-		return
+	if fresh, _ := c.fresh.Fresh(now); !fresh {
+		return PassResult{}, false
 	}
 	obs := make([]Observation, 0, len(names))
 	for _, name := range names {
@@ -376,13 +392,7 @@ func (c *Controller) duePass(ctx context.Context) {
 		obs = append(obs, o)
 	}
 	c.stampLeaseSeen(obs)
-	res := c.core.MonitorDue(now, true, obs)
-	sum, ok := c.summary(now, len(res.StatusUpdates) > 0 && now.Sub(c.summaryAt) >= summaryEvery)
-	c.mu.Unlock()
-	if ok {
-		c.cfg.Summaries.Record(sum)
-	}
-	c.apply(ctx, res)
+	return c.core.MonitorDue(now, true, obs), true
 }
 
 // summaryEvery is the least time between a Summary and one taken after
@@ -396,7 +406,7 @@ func (c *Controller) summary(now time.Time, take bool) (Summary, bool) {
 	if c.cfg.Summaries == nil || !take {
 		return Summary{}, false
 	}
-	c.summaryAt = now
+	c.summaryAt, c.summaryOwed = now, false
 	return c.core.Summary(now, c.cfg.WorstNodes), true
 }
 
