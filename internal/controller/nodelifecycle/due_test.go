@@ -162,8 +162,8 @@ func TestNothingIsMarkedBetweenPassesOnAStaleView(t *testing.T) {
 func TestNodesMarkedBetweenPassesTurnTheirZone(t *testing.T) {
 	tests := []struct {
 		name      string
-		size      int // nodes in zone a, all but one going silent together
-		silent    int
+		size      int // nodes in zone a
+		silent    int // of them going silent together
 		wantState ZoneState
 		wantTaint bool // a zone-a node tainted within a second of the marks
 	}{
