@@ -189,6 +189,9 @@ func (cl *cluster) due() (PassResult, []string) {
 		}
 	}
 	res := cl.core.MonitorDue(cl.now, cl.fresh, obs)
+	if cl.duringWrites != nil {
+		cl.duringWrites()
+	}
 	cl.apply(res)
 	return res, names
 }

@@ -301,12 +301,7 @@ func (s *sim) monitor() {
 	nUpdates := len(cl.statusUpdates)
 	// The shell's 100 ms tainting step runs beside the pass's status
 	// writes, on a cache that does not show them yet.
-	cl.duringWrites = func() {
-		for k, v := range cl.nodes {
-			s.statusAtPass[k] = readyStatus(v)
-		}
-		s.taint()
-	}
+	cl.duringWrites = s.taintDuringWrites
 	defer func() { cl.duringWrites = nil }()
 	var res PassResult
 	if fresh {
@@ -370,6 +365,16 @@ func (s *sim) checkMarked(before map[string]*corev1.Node, from int, count string
 	}
 }
 
+// taintDuringWrites is the shell's 100 ms tainting step running beside a
+// pass's (or a check's) status writes, on a cache that does not show them
+// yet.
+func (s *sim) taintDuringWrites() {
+	for k, v := range s.cl.nodes {
+		s.statusAtPass[k] = readyStatus(v)
+	}
+	s.taint()
+}
+
 // due runs the shell's check for nodes whose grace period ended since the
 // last pass (every 100 ms in the shell, every simulated second here) and
 // checks what it did as a pass's.
@@ -378,7 +383,9 @@ func (s *sim) due() {
 	fresh := cl.fresh
 	before := maps.Clone(cl.nodes)
 	nUpdates := len(cl.statusUpdates)
+	cl.duringWrites = s.taintDuringWrites
 	res, judged := cl.due()
+	cl.duringWrites = nil
 	if (!fresh || !cl.core.fresh) && (len(res.StatusUpdates) > 0 || len(res.TaintUpdates) > 0) {
 		s.fail("the check between passes wrote on a stale view: %d statuses, %d taints", len(res.StatusUpdates), len(res.TaintUpdates))
 	}
