@@ -83,9 +83,9 @@ func (c *Core) DueNodes(now time.Time) []string {
 // view (fresh false) nothing is judged and the plan is kept, to be judged
 // once the view is fresh again; after a pass on a stale view nothing is
 // planned (the next fresh pass gives every node a new grace period). A
-// node the last pass did not see, or that changed zone
-// or its exclusion from zone statistics since, is left to the next pass,
-// which counts it where it belongs now.
+// node the last pass did not see, or that changed zone or its exclusion
+// from zone statistics since, is left to the next pass, which counts it
+// where it belongs now.
 func (c *Core) MonitorDue(now time.Time, fresh bool, observed []Observation) PassResult {
 	var res PassResult
 	if !fresh || !c.fresh {
