@@ -42,9 +42,10 @@ type cluster struct {
 	// (seen); else none, and a renewal counts from the pass that sees it.
 	leaseSeen bool
 	seen      map[string]time.Time
-	// duringWrites, when set, runs after Monitor has decided and before
-	// its status writes are visible, as the shell's 100 ms tainting step
-	// does while a pass is still writing.
+	// duringWrites, when set, runs after Monitor (or MonitorDue, when it
+	// has status writes) has decided and before its status writes are
+	// visible, as the shell's 100 ms tainting step does while a pass or a
+	// check is still writing.
 	duringWrites func()
 }
 
@@ -189,7 +190,7 @@ func (cl *cluster) due() (PassResult, []string) {
 		}
 	}
 	res := cl.core.MonitorDue(cl.now, cl.fresh, obs)
-	if cl.duringWrites != nil {
+	if cl.duringWrites != nil && len(res.StatusUpdates) > 0 {
 		cl.duringWrites()
 	}
 	cl.apply(res)
