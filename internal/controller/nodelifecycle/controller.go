@@ -319,15 +319,7 @@ func (c *Controller) monitorPass(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	obs := make([]Observation, 0, len(nodes))
-	for _, n := range nodes {
-		o := Observation{Node: n}
-		if l, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil {
-			o.Lease = l
-		}
-		obs = append(obs, o)
-	}
-	c.stampLeaseSeen(obs)
+	obs := c.observations(nodes)
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	c.fresh.Seen(c.leaseInf.LastSyncResourceVersion())
@@ -379,20 +371,28 @@ func (c *Controller) judgeDue(now time.Time) (PassResult, bool) {
 	if fresh, _ := c.fresh.Fresh(now); !fresh {
 		return PassResult{}, false
 	}
-	obs := make([]Observation, 0, len(names))
+	nodes := make([]*corev1.Node, 0, len(names))
 	for _, name := range names {
-		n, err := c.nodes.Get(name)
-		if err != nil {
-			continue
+		if n, err := c.nodes.Get(name); err == nil {
+			nodes = append(nodes, n)
 		}
+	}
+	return c.core.MonitorDue(now, true, c.observations(nodes)), true
+}
+
+// observations pairs each node with its Lease as the informers show them,
+// stamped with when the lease watch delivered that Lease (stampLeaseSeen).
+func (c *Controller) observations(nodes []*corev1.Node) []Observation {
+	obs := make([]Observation, 0, len(nodes))
+	for _, n := range nodes {
 		o := Observation{Node: n}
-		if l, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(name); err == nil {
+		if l, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil {
 			o.Lease = l
 		}
 		obs = append(obs, o)
 	}
 	c.stampLeaseSeen(obs)
-	return c.core.MonitorDue(now, true, obs), true
+	return obs
 }
 
 // summaryEvery is the least time between a Summary and one taken after
