@@ -384,9 +384,10 @@ func (c *Controller) judgeDue(now time.Time) (PassResult, bool) {
 // stamped with when the lease watch delivered that Lease (stampLeaseSeen).
 func (c *Controller) observations(nodes []*corev1.Node) []Observation {
 	obs := make([]Observation, 0, len(nodes))
+	leases := c.leases.Leases(corev1.NamespaceNodeLease)
 	for _, n := range nodes {
 		o := Observation{Node: n}
-		if l, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil {
+		if l, err := leases.Get(n.Name); err == nil {
 			o.Lease = l
 		}
 		obs = append(obs, o)

@@ -32,6 +32,8 @@ type Core struct {
 	// due lists, earliest first, the nodes whose grace period ends
 	// before the next monitor pass is expected (planDue, MonitorDue).
 	due []dueNode
+	// pass counts monitor passes; a node a pass did not see is gone.
+	pass uint64
 }
 
 // nodeState is everything the core keeps about one node.
@@ -50,6 +52,17 @@ type nodeState struct {
 	// set, is what the core last asked for and has not seen yet.
 	taints  noExecute
 	pending *pendingTaints
+	// lease is the Lease last folded into health (read-only, the
+	// informer's), to tell a new version from one already seen.
+	lease *coordinationv1.Lease
+	// What the pass reads from node, worked out once per version of it
+	// (see): the Ready status on it, whether it has a Ready condition,
+	// and the latest timeAdded of its NoExecute taints.
+	viewStatus  corev1.ConditionStatus
+	hasReady    bool
+	taintLatest time.Time
+	// pass is the number of the last pass that observed the node.
+	pass uint64
 	// retryPods: marking the node's pods NotReady failed; retried on later
 	// passes while the node is not Ready.
 	retryPods bool
@@ -181,7 +194,12 @@ func longestOverdueFirst(nodes []overdueNode) []StatusUpdate {
 	if len(nodes) == 0 {
 		return nil
 	}
-	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].due.Before(nodes[j].due) })
+	sort.Slice(nodes, func(i, j int) bool {
+		if !nodes[i].due.Equal(nodes[j].due) {
+			return nodes[i].due.Before(nodes[j].due)
+		}
+		return nodes[i].update.Node.Name < nodes[j].update.Node.Name
+	})
 	out := make([]StatusUpdate, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.update
@@ -237,31 +255,22 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 	c.fresh = fresh
 	res.FreshGrace = turnedFresh
 
-	obs := make([]Observation, 0, len(observed))
-	for _, o := range observed {
-		if o.Node != nil {
-			obs = append(obs, o)
-		}
-	}
-	sort.Slice(obs, func(i, j int) bool { return obs[i].Node.Name < obs[j].Node.Name })
-	seen := make(map[string]bool, len(obs))
-	for _, o := range obs {
-		seen[o.Node.Name] = true
-	}
-	for _, name := range c.nodeNames() {
-		if !seen[name] {
-			res.Removed = append(res.Removed, name)
-			c.forget(name)
-		}
-	}
-
-	// Health: signs of life, staleness, Unknown writes.
+	// The nodes are taken in the informers' order: every list in the
+	// result is sorted where it is made, so a pass over 100,000 nodes sorts
+	// only what it returns (docs/performance.md, "A cheaper monitor pass").
+	c.pass++
+	c.due = c.due[:0]
+	horizon := now.Add(dueHorizon * c.cfg.NodeMonitorPeriod)
 	var overdue []overdueNode
 	counts := map[string][2]int{}
 	members := map[string]int{}
 	latestTaint := map[string]time.Time{}
-	for _, o := range obs {
+	states := make([]*nodeState, 0, len(observed))
+	for _, o := range observed {
 		node := o.Node
+		if node == nil {
+			continue
+		}
 		name := node.Name
 		n, known := c.nodes[name]
 		if !known {
@@ -269,18 +278,21 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 			c.nodes[name] = n
 			res.Registered = append(res.Registered, name)
 		}
-		key := ZoneKey(node)
-		if known && n.zone != key {
-			if z := c.zones[n.zone]; z != nil {
+		n.pass = c.pass
+		states = append(states, n)
+		oldZone := n.zone
+		changed := c.see(n, node)
+		key := n.zone
+		if known && oldZone != key {
+			if z := c.zones[oldZone]; z != nil {
 				z.queue.remove(name)
 			}
 		}
 		if c.zones[key] == nil {
 			c.zones[key] = c.newZone(key, now)
 		}
-		n.node, n.zone, n.excluded = node, key, excludedFromDisruption(node)
 		members[key]++
-		c.observe(n, o, now)
+		c.observe(n, o, changed, now)
 		if turnedFresh && !n.health.neverAlive() {
 			n.health.probe = now
 		}
@@ -290,6 +302,9 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 		}
 		if od, ok := c.judge(n, now, fresh); ok {
 			overdue = append(overdue, od)
+		}
+		if fresh {
+			c.plan(name, n, horizon)
 		}
 		switch {
 		case n.status == corev1.ConditionTrue:
@@ -309,12 +324,23 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 			counts[key] = cnt
 		}
 	}
+	for name, n := range c.nodes {
+		if n.pass != c.pass {
+			res.Removed = append(res.Removed, name)
+		}
+	}
+	sort.Strings(res.Removed)
+	for _, name := range res.Removed {
+		c.forget(name)
+	}
+	sort.Strings(res.Registered)
+	sort.Strings(res.MarkPodsNotReady)
+	c.sortDue()
 	res.StatusUpdates = longestOverdueFirst(overdue)
 	for key, z := range c.zones {
 		z.size = counts[key][0] + counts[key][1]
 		z.unhealthy = counts[key][1]
 	}
-	c.planDue(now, fresh)
 
 	if fresh {
 		c.handleDisruption(counts, now, &res)
@@ -332,7 +358,7 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 	}
 	c.publishMetrics(counts, &res)
 
-	c.decideNoExecute(now, fresh, obs, &res)
+	c.decideNoExecute(now, fresh, states, &res)
 
 	for key, z := range c.zones {
 		if members[key] == 0 && !z.tracked && z.queue.len() == 0 {
@@ -350,15 +376,15 @@ func (c *Core) Monitor(now time.Time, fresh bool, observed []Observation) PassRe
 // observed at the start of the pass, so a node this pass marks Unknown is
 // queued in the same pass (upstream queues it one monitor period later,
 // kubernetes#120815; see the package documentation).
-func (c *Core) decideNoExecute(now time.Time, fresh bool, obs []Observation, res *PassResult) {
+func (c *Core) decideNoExecute(now time.Time, fresh bool, nodes []*nodeState, res *PassResult) {
 	type candidate struct {
 		name string
 		at   time.Time
 	}
 	var enqueue []candidate
-	for _, o := range obs {
-		name := o.Node.Name
-		n := c.nodes[name]
+	first := len(res.TaintUpdates)
+	for _, n := range nodes {
+		name := n.node.Name
 		z := c.zones[n.zone]
 		have := n.noExecute()
 		want := noExecuteFor(n.status)
@@ -369,7 +395,7 @@ func (c *Core) decideNoExecute(now time.Time, fresh bool, obs []Observation, res
 				n.pending = &pendingTaints{set: 0, at: now}
 			}
 			if c.disrupted && want != 0 {
-				enqueue = append(enqueue, candidate{name, readyTransition(o.Node, now)})
+				enqueue = append(enqueue, candidate{name, readyTransition(n.node, now)})
 			} else {
 				z.queue.remove(name)
 			}
@@ -389,12 +415,19 @@ func (c *Core) decideNoExecute(now time.Time, fresh bool, obs []Observation, res
 			res.TaintUpdates = append(res.TaintUpdates, u)
 			n.pending = &pendingTaints{set: want, at: now}
 		default:
-			enqueue = append(enqueue, candidate{name, readyTransition(o.Node, now)})
+			enqueue = append(enqueue, candidate{name, readyTransition(n.node, now)})
 		}
 	}
+	added := res.TaintUpdates[first:]
+	sort.Slice(added, func(i, j int) bool { return added[i].Node < added[j].Node })
 	// Nodes unhealthy the longest go first; ties (typically every node this
 	// pass marked Unknown) by name.
-	sort.SliceStable(enqueue, func(i, j int) bool { return enqueue[i].at.Before(enqueue[j].at) })
+	sort.Slice(enqueue, func(i, j int) bool {
+		if !enqueue[i].at.Equal(enqueue[j].at) {
+			return enqueue[i].at.Before(enqueue[j].at)
+		}
+		return enqueue[i].name < enqueue[j].name
+	})
 	for _, e := range enqueue {
 		n := c.nodes[e.name]
 		c.zones[n.zone].queue.push(e.name)

@@ -14,7 +14,7 @@ import (
 // waits up to a whole period for the next one, and then for that pass to
 // reach it (at 100,000 nodes a pass takes about a second). So each pass
 // also plans the nodes whose grace ends before the next pass is expected
-// (planDue), and the shell asks every 100 ms for those whose grace has
+// (plan), and the shell asks every 100 ms for those whose grace has
 // ended since (DueNodes) and has them judged at once from their current
 // Node and Lease (MonitorDue): a renewal that arrived in between still
 // counts, and only those few nodes are looked at.
@@ -25,30 +25,29 @@ type dueNode struct {
 	at   time.Time
 }
 
-// dueHorizon is how far ahead of a pass planDue looks, in monitor periods:
+// dueHorizon is how far ahead of a pass plan looks, in monitor periods:
 // two, so that a pass that starts late leaves no node to wait for it.
 const dueHorizon = 2
 
-// planDue lists the nodes whose grace period ends within dueHorizon periods
-// of now, earliest first — including one whose grace ends exactly now,
-// which this pass did not mark. Nothing is planned on a stale view: the
-// next fresh pass gives every node a new grace period anyway. Nodes
-// already Unknown, or marked by this controller and not yet seen so, are
-// left out (a node past its grace on a fresh view is one of those).
-func (c *Core) planDue(now time.Time, fresh bool) {
-	c.due = c.due[:0]
-	if !fresh {
+// plan adds the node to the plan if its grace period ends within
+// dueHorizon periods of now (horizon) — including one whose grace ends
+// exactly now, which this pass did not mark. A monitor pass on a fresh view
+// calls it for every node after judging it, then sortDue; on a stale view
+// nothing is planned: the next fresh pass gives every node a new grace
+// period anyway. Nodes already Unknown, or marked by this controller and not
+// yet seen so, are left out (a node past its grace on a fresh view is one of
+// those).
+func (c *Core) plan(name string, n *nodeState, horizon time.Time) {
+	if n.node == nil || n.health.ours || n.status == corev1.ConditionUnknown {
 		return
 	}
-	horizon := now.Add(dueHorizon * c.cfg.NodeMonitorPeriod)
-	for name, n := range c.nodes {
-		if n.node == nil || n.health.ours || n.status == corev1.ConditionUnknown {
-			continue
-		}
-		if at := n.health.probe.Add(c.gracePeriod(n.node)); !at.After(horizon) {
-			c.due = append(c.due, dueNode{name: name, at: at})
-		}
+	if at := n.health.probe.Add(c.gracePeriod(n)); !at.After(horizon) {
+		c.due = append(c.due, dueNode{name: name, at: at})
 	}
+}
+
+// sortDue puts the plan in order: earliest first, then by name.
+func (c *Core) sortDue() {
 	sort.Slice(c.due, func(i, j int) bool {
 		if !c.due[i].at.Equal(c.due[j].at) {
 			return c.due[i].at.Before(c.due[j].at)
@@ -101,18 +100,18 @@ func (c *Core) MonitorDue(now time.Time, fresh bool, observed []Observation) Pas
 	}
 	counts := c.lastCounts()
 	var overdue []overdueNode
-	judged := make([]Observation, 0, len(observed))
+	judged := make([]*nodeState, 0, len(observed))
 	for _, o := range observed {
 		if o.Node == nil {
 			continue
 		}
 		n := c.nodes[o.Node.Name]
-		if n == nil || ZoneKey(o.Node) != n.zone || excludedFromDisruption(o.Node) != n.excluded {
+		if n == nil || o.Node != n.node && (ZoneKey(o.Node) != n.zone || excludedFromDisruption(o.Node) != n.excluded) {
 			continue
 		}
 		wasReady := n.status == corev1.ConditionTrue
-		n.node = o.Node
-		c.observe(n, o, now)
+		changed := c.see(n, o.Node)
+		c.observe(n, o, changed, now)
 		c.observeTaints(n, now)
 		if od, ok := c.judge(n, now, true); ok {
 			overdue = append(overdue, od)
@@ -126,7 +125,7 @@ func (c *Core) MonitorDue(now time.Time, fresh bool, observed []Observation) Pas
 			}
 			counts[n.zone] = cnt
 		}
-		judged = append(judged, o)
+		judged = append(judged, n)
 	}
 	if len(judged) == 0 {
 		return res
@@ -151,15 +150,15 @@ func (c *Core) MonitorDue(now time.Time, fresh bool, observed []Observation) Pas
 }
 
 // lastObserved is every known node as last observed (by the last pass, or
-// just now by MonitorDue), in name order.
-func (c *Core) lastObserved() []Observation {
-	obs := make([]Observation, 0, len(c.nodes))
-	for _, name := range c.nodeNames() {
-		if n := c.nodes[name]; n.node != nil {
-			obs = append(obs, Observation{Node: n.node})
+// just now by MonitorDue).
+func (c *Core) lastObserved() []*nodeState {
+	nodes := make([]*nodeState, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		if n.node != nil {
+			nodes = append(nodes, n)
 		}
 	}
-	return obs
+	return nodes
 }
 
 // lastCounts are the Ready and not-Ready counted nodes per zone as the last
@@ -174,9 +173,39 @@ func (c *Core) lastCounts() map[string][2]int {
 	return counts
 }
 
+// see records node, the node's current version, in n and works out what a
+// pass reads from it (zone, exclusion, Ready status, NoExecute taints); it
+// reports whether node is a new version. Informers replace an object on
+// every change and never modify it, so the same pointer is the same
+// version: at 100,000 nodes most passes see most nodes unchanged, and
+// reading each Node again cost most of a pass (docs/performance.md, "A
+// cheaper monitor pass").
+func (c *Core) see(n *nodeState, node *corev1.Node) bool {
+	if n.node == node {
+		return false
+	}
+	n.node = node
+	n.zone, n.excluded = ZoneKey(node), excludedFromDisruption(node)
+	r := readyCondition(node)
+	n.hasReady, n.viewStatus = r != nil, ""
+	if r != nil {
+		n.viewStatus = r.Status
+	}
+	n.taints, n.taintLatest = noExecuteOf(node)
+	return true
+}
+
 // observe folds o, the node's current Node and Lease, into n's health
 // record; a lease renewal counts from when the shell's watch delivered it.
-func (c *Core) observe(n *nodeState, o Observation, now time.Time) {
+// nodeChanged is see's answer for o.Node. A node whose Node and Lease are
+// both the versions already folded in shows no new sign of life, and unless
+// this controller's own Unknown write is pending (which can stop being on
+// its way as time passes) there is nothing to fold.
+func (c *Core) observe(n *nodeState, o Observation, nodeChanged bool, now time.Time) {
+	if !nodeChanged && o.Lease == n.lease && !n.health.ours {
+		return
+	}
+	n.lease = o.Lease
 	seen := now
 	if !o.LeaseSeenAt.IsZero() && o.LeaseSeenAt.Before(now) {
 		seen = o.LeaseSeenAt
@@ -184,16 +213,14 @@ func (c *Core) observe(n *nodeState, o Observation, now time.Time) {
 	n.health.observe(o.Node, o.Lease, now, seen, c.cfg.NodeMonitorGracePeriod)
 }
 
-// observeTaints records the NoExecute taints on n.node, forgets a pending
-// change once it shows (or after two periods), and returns the latest
-// timeAdded among them.
+// observeTaints forgets a pending NoExecute change once it shows on the
+// node (or after two periods) and returns the latest timeAdded among the
+// node's NoExecute taints (see).
 func (c *Core) observeTaints(n *nodeState, now time.Time) time.Time {
-	var latest time.Time
-	n.taints, latest = noExecuteOf(n.node)
 	if p := n.pending; p != nil && (p.set == n.taints || now.Sub(p.at) > 2*c.cfg.NodeMonitorPeriod) {
 		n.pending = nil
 	}
-	return latest
+	return n.taintLatest
 }
 
 // judge sets n's Ready status from n.node (or from this controller's own
@@ -202,11 +229,11 @@ func (c *Core) observeTaints(n *nodeState, now time.Time) time.Time {
 // and when the grace ended.
 func (c *Core) judge(n *nodeState, now time.Time, fresh bool) (overdueNode, bool) {
 	node := n.node
-	n.status = readyStatus(node)
+	n.status = n.viewStatus
 	if n.health.ours {
 		n.status = n.health.ready.Status
 	}
-	due := n.health.probe.Add(c.gracePeriod(node))
+	due := n.health.probe.Add(c.gracePeriod(n))
 	if !fresh || n.health.ours || !now.After(due) {
 		return overdueNode{}, false
 	}

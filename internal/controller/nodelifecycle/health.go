@@ -147,8 +147,8 @@ func copyCondition(c *corev1.NodeCondition) *corev1.NodeCondition {
 
 // gracePeriod is G for a node that has posted a Ready condition and S for one
 // that has not (SPEC NLC-6).
-func (c *Core) gracePeriod(node *corev1.Node) time.Duration {
-	if readyCondition(node) == nil {
+func (c *Core) gracePeriod(n *nodeState) time.Duration {
+	if !n.hasReady {
 		return c.cfg.NodeStartupGracePeriod
 	}
 	return c.cfg.NodeMonitorGracePeriod
