@@ -3,9 +3,7 @@ package attachdetach
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,7 +109,7 @@ func (c *Controller) Prepare(term *manager.Term) error {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := cur.(*corev1.Node)
-			if !ok1 || !ok2 || nodeRelevant(o) != nodeRelevant(n) {
+			if !ok1 || !ok2 || nodeChangeMatters(o, n) {
 				c.markDirty()
 			}
 		},
@@ -131,20 +129,6 @@ func (c *Controller) Prepare(term *manager.Term) error {
 		AddFunc: podEvent, UpdateFunc: func(_, cur any) { podEvent(cur) }, DeleteFunc: podEvent,
 	})
 	return err
-}
-
-// nodeRelevant is what Reconcile reads from a node, as one comparable string.
-func nodeRelevant(n *corev1.Node) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%v|%v|", n.Annotations[AnnotationManaged], ready(n), hasTaintKey(n, corev1.TaintNodeOutOfService))
-	for _, v := range n.Status.VolumesInUse {
-		b.WriteString(string(v) + ",")
-	}
-	b.WriteString("|")
-	for _, v := range n.Status.VolumesAttached {
-		b.WriteString(string(v.Name) + ",")
-	}
-	return b.String()
 }
 
 func usesClaims(p *corev1.Pod) bool {

@@ -2,6 +2,7 @@ package attachdetach
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -338,6 +339,28 @@ func multiAttachAllowed(pv *corev1.PersistentVolume) bool {
 		}
 	}
 	return false
+}
+
+// nodeChangeMatters reports whether Reconcile could decide differently
+// after a node changed from old to cur: its managed annotation, its volumes
+// in use or attached, and — for a node with any volume in use or attached
+// — its Ready status and out-of-service taint (they matter only for a
+// volume still mounted there: a detach from a node with none in use goes
+// ahead whatever its health). A node without volumes going NotReady does
+// not start a pass: when a zone of 100,000 nodes goes dark, every node
+// changes Ready, and each change made the controller walk every node
+// again, every 100 ms (docs/performance.md, "A cheaper monitor pass").
+func nodeChangeMatters(old, cur *corev1.Node) bool {
+	if managed(old) != managed(cur) ||
+		!slices.Equal(old.Status.VolumesInUse, cur.Status.VolumesInUse) ||
+		!slices.Equal(old.Status.VolumesAttached, cur.Status.VolumesAttached) {
+		return true
+	}
+	if len(cur.Status.VolumesInUse) == 0 && len(cur.Status.VolumesAttached) == 0 {
+		return false
+	}
+	return ready(old) != ready(cur) ||
+		hasTaintKey(old, corev1.TaintNodeOutOfService) != hasTaintKey(cur, corev1.TaintNodeOutOfService)
 }
 
 func managed(n *corev1.Node) bool { return n.Annotations[AnnotationManaged] == "true" }

@@ -363,3 +363,31 @@ func TestAttacherSteps(t *testing.T) {
 		})
 	}
 }
+
+func TestANodeChangeStartsAPassOnlyWhenReconcileReadsIt(t *testing.T) {
+	unmanaged := func(n *corev1.Node) { delete(n.Annotations, AnnotationManaged) }
+	heartbeat := func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(time.Minute)) }
+	for _, tc := range []struct {
+		name     string
+		old, cur []nodeOpt
+		want     bool
+	}{
+		{"a heartbeat changes nothing Reconcile reads", nil, []nodeOpt{heartbeat}, false},
+		{"a node without volumes going not ready does not matter", nil, []nodeOpt{notReady}, false},
+		{"a node without volumes getting the out-of-service taint does not matter", nil, []nodeOpt{outOfService(corev1.TaintEffectNoExecute)}, false},
+		{"a node with a volume in use going not ready matters", []nodeOpt{mounted}, []nodeOpt{mounted, notReady}, true},
+		{"a node with an attached volume going not ready matters", []nodeOpt{listing}, []nodeOpt{listing, notReady}, true},
+		{"a node with a volume in use getting the out-of-service taint matters", []nodeOpt{mounted}, []nodeOpt{mounted, outOfService(corev1.TaintEffectNoExecute)}, true},
+		{"a volume in use appearing matters", nil, []nodeOpt{mounted}, true},
+		{"a volume in use going away matters", []nodeOpt{mounted}, nil, true},
+		{"the attached list changing matters", []nodeOpt{listing}, nil, true},
+		{"the managed annotation changing matters", nil, []nodeOpt{unmanaged}, true},
+		{"a node with a volume in use sending a heartbeat does not matter", []nodeOpt{mounted}, []nodeOpt{mounted, heartbeat}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nodeChangeMatters(node("n", tc.old...), node("n", tc.cur...)); got != tc.want {
+				t.Errorf("nodeChangeMatters = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
