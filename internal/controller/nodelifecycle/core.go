@@ -30,7 +30,7 @@ type Core struct {
 	// metricZones are the zones whose metrics were last published.
 	metricZones map[string]bool
 	// due lists, earliest first, the nodes whose grace period ends
-	// before the next monitor pass is expected (planDue, MonitorDue).
+	// before the next monitor pass is expected (plan, MonitorDue).
 	due []dueNode
 	// pass counts monitor passes; a node a pass did not see is gone.
 	pass uint64
