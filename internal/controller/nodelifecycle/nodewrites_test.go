@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -74,6 +76,74 @@ func TestWriteUnknownAfterAConflict(t *testing.T) {
 			}
 			if r := readyCondition(got); r == nil || r.Status != tc.wantReady {
 				t.Errorf("stored Ready %+v, want %s", r, tc.wantReady)
+			}
+		})
+	}
+}
+
+// TestATaintWriteStartsFromTheCachedNode: a taint write reads the Node from
+// the API only when the informer's copy is not the latest (the write
+// conflicts) or is missing; the cached Node itself is never modified.
+func TestATaintWriteStartsFromTheCachedNode(t *testing.T) {
+	taint := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	node := func(rv string, taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: rv}, Spec: corev1.NodeSpec{Taints: taints}}
+	}
+	cases := []struct {
+		name               string
+		cached             *corev1.Node // nil: the informer does not have it
+		stored             *corev1.Node
+		wantGets, wantPuts int
+	}{
+		{name: "the latest node in the cache is written without a read", cached: node("2"), stored: node("2"), wantGets: 0, wantPuts: 1},
+		{name: "a stale cached node conflicts and the node is read once", cached: node("1"), stored: node("2"), wantGets: 1, wantPuts: 2},
+		{name: "a node missing from the cache is read from the API", stored: node("2"), wantGets: 1, wantPuts: 1},
+		{name: "a stale cached node that already shows the change writes nothing", cached: node("1", taint), stored: node("2"), wantGets: 0, wantPuts: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(tc.stored)
+			gets, puts := 0, 0
+			client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				gets++
+				return false, nil, nil
+			})
+			client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				puts++
+				sent := a.(k8stesting.UpdateAction).GetObject().(*corev1.Node)
+				if sent.ResourceVersion != tc.stored.ResourceVersion {
+					return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("changed"))
+				}
+				return false, nil, nil
+			})
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if tc.cached != nil {
+				if err := idx.Add(tc.cached); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var cachedTaints int
+			if tc.cached != nil {
+				cachedTaints = len(tc.cached.Spec.Taints)
+			}
+			c := &Controller{cfg: ShellConfig{Client: client}, nodes: corelisters.NewNodeLister(idx)}
+			if err := c.updateTaints(context.Background(), "n1", []corev1.Taint{taint}, nil); err != nil {
+				t.Fatalf("updateTaints: %v", err)
+			}
+			if gets != tc.wantGets || puts != tc.wantPuts {
+				t.Errorf("%d reads and %d writes of the node, want %d and %d", gets, puts, tc.wantGets, tc.wantPuts)
+			}
+			if tc.cached != nil && len(tc.cached.Spec.Taints) != cachedTaints {
+				t.Errorf("the cached node was modified: %+v", tc.cached.Spec.Taints)
+			}
+			if tc.wantPuts > 0 {
+				got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Spec.Taints) != 1 || got.Spec.Taints[0].Key != taint.Key {
+					t.Errorf("stored taints %+v, want the not-ready taint", got.Spec.Taints)
+				}
 			}
 		})
 	}
