@@ -54,6 +54,12 @@ type Config struct {
 	MaxBuffered int
 	// Logger receives handler panics; nil discards them.
 	Logger *slog.Logger
+	// Go starts fn, which serves r, and does not wait for it; nil starts
+	// it on a goroutine of its own. The server passes its pool of warm
+	// workers (apiserver.WarmWorkers.GoServe): on a new goroutine a
+	// request through the whole chain grows the stack several times, each
+	// growth a copy of every frame. fn recovers its own panics.
+	Go func(r *http.Request, fn func())
 }
 
 // Transport serves requests in process (see the package comment).
@@ -62,6 +68,7 @@ type Transport struct {
 	tls         *tls.ConnectionState
 	maxBuffered int
 	log         *slog.Logger
+	goServe     func(r *http.Request, fn func())
 	handoffs    handoffTable
 }
 
@@ -86,12 +93,16 @@ func New(cfg Config) (*Transport, error) {
 		},
 		maxBuffered: cfg.MaxBuffered,
 		log:         cfg.Logger,
+		goServe:     cfg.Go,
 	}
 	if t.maxBuffered <= 0 {
 		t.maxBuffered = DefaultMaxBuffered
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.goServe == nil {
+		t.goServe = func(_ *http.Request, fn func()) { go fn() }
 	}
 	return t, nil
 }
@@ -114,8 +125,8 @@ func parseCert(certPEM []byte) (*x509.Certificate, error) {
 	return nil, errors.New("loopback: no CERTIFICATE block in the client certificate")
 }
 
-// RoundTrip implements http.RoundTripper: it starts the handler on its own
-// goroutine and returns once the handler has sent the response's header.
+// RoundTrip implements http.RoundTripper: it starts the handler (Config.Go)
+// and returns once the handler has sent the response's header.
 // The response body streams what the handler writes; closing it ends the
 // request's context, which is how a watch is stopped.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -154,7 +165,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sr.Header == nil {
 		sr.Header = http.Header{}
 	}
-	go t.serve(w, sr)
+	t.goServe(sr, func() { t.serve(w, sr) })
 
 	select {
 	case <-w.committed:

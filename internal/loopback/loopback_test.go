@@ -377,3 +377,57 @@ func TestNewRefusesACertificateItCannotVerify(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestsStartThroughConfigGoWhoseWorkerOutlivesAPanic(t *testing.T) {
+	// One long-lived worker, as a pool of warm workers would lend: it must
+	// serve every request, and a handler's panic must not reach it.
+	tasks := make(chan func())
+	go func() {
+		for fn := range tasks {
+			fn()
+		}
+	}()
+	defer close(tasks)
+	var started []string
+	goServe := func(r *http.Request, fn func()) {
+		started = append(started, r.Method+" "+r.URL.Path) // RoundTrips below run one at a time
+		tasks <- fn
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		_, _ = io.WriteString(w, "served "+r.URL.Path)
+	})
+	c := newCluster(t)
+	certPEM, _, err := c.IssueClientCert("system:kube-controller-manager", nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(Config{Handler: h, CertPEM: certPEM, Roots: c.CertPool(), Go: goServe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: tr}
+	get := func(path string) (string, error) {
+		resp, err := client.Get("https://server" + path)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	if body, err := get("/a"); err != nil || body != "served /a" {
+		t.Fatalf("GET /a: %q, %v", body, err)
+	}
+	if _, err := get("/panic"); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("GET /panic: %v, want an error naming the panic", err)
+	}
+	if body, err := get("/b"); err != nil || body != "served /b" {
+		t.Fatalf("GET /b after a panic: %q, %v", body, err)
+	}
+	if want := []string{"GET /a", "GET /panic", "GET /b"}; strings.Join(started, ",") != strings.Join(want, ",") {
+		t.Errorf("Config.Go started %q, want %q", started, want)
+	}
+}

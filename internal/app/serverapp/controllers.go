@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver"
 	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/controller/cloudnodelifecycle"
 	"github.com/nodeplane/nodeplane/internal/controller/clusterroleaggregation"
@@ -197,7 +198,13 @@ func controllerClient(cluster *pki.Cluster, url string, handler http.Handler, lo
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller client certificate: %w", err)
 	}
-	transport, err := loopback.New(loopback.Config{Handler: handler, CertPEM: certPEM, Roots: cluster.CertPool(), Logger: log.With("component", "loopback")})
+	// Their requests start on warm workers of their own (grown stacks), as
+	// the network's do on the listener's: a zone going dark means
+	// thousands of Node writes, each through the whole chain.
+	transport, err := loopback.New(loopback.Config{
+		Handler: handler, CertPEM: certPEM, Roots: cluster.CertPool(), Logger: log.With("component", "loopback"),
+		Go: apiserver.NewWarmWorkers(warmWorkers).GoServe,
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller client: %w", err)
 	}

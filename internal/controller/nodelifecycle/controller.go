@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -424,35 +425,27 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 	}
 	// Status writes go out in parallel (upstream uses 8 node update
 	// workers): a zone going dark means thousands of writes in one pass.
+	// Each worker takes the next write until none is left, so a worker's
+	// stack, grown by its first write, serves the others.
 	var failedMu sync.Mutex
 	failed := map[string]bool{}
-	sem := make(chan struct{}, statusWorkers)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for _, u := range res.StatusUpdates {
-		sem <- struct{}{}
+	for range min(statusWorkers, len(res.StatusUpdates)) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			start := c.cfg.Clock.Now()
-			if err := c.writeUnknown(ctx, u.Node); err != nil {
-				if errors.Is(err, errNodeReported) {
-					c.cfg.Logger.Info("node posted its status while being marked Unknown: judged again next pass", "node", u.Node.Name)
-				} else {
-					c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(res.StatusUpdates)) {
+					return
 				}
-				failedMu.Lock()
-				failed[u.Node.Name] = true
-				failedMu.Unlock()
-				c.mu.Lock()
-				c.core.StatusUpdateFailed(u.Node.Name)
-				c.mu.Unlock()
-				return
-			}
-			c.m.nodeHealth.Observe(c.cfg.Clock.Since(start).Seconds())
-			c.cfg.Logger.Info("node stopped posting status: conditions Unknown", "node", u.Node.Name)
-			if u.NotReady {
-				c.recorder.Event(nodeRef(u.Node.Name), corev1.EventTypeNormal, ReasonNodeNotReady, NodeNotReadyMessage(u.Node.Name))
-				c.markPods(ctx, u.Node.Name, true)
+				u := res.StatusUpdates[i]
+				if !c.markUnknown(ctx, u) {
+					failedMu.Lock()
+					failed[u.Node.Name] = true
+					failedMu.Unlock()
+				}
 			}
 		}()
 	}
@@ -493,6 +486,31 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 		c.m.size.DeleteLabelValues(key)
 		c.m.unhealthy.DeleteLabelValues(key)
 	}
+}
+
+// markUnknown writes one StatusUpdate of a pass and does what follows it
+// (the NodeNotReady event, the node's pods); it reports whether the write
+// was made.
+func (c *Controller) markUnknown(ctx context.Context, u StatusUpdate) bool {
+	start := c.cfg.Clock.Now()
+	if err := c.writeUnknown(ctx, u.Node); err != nil {
+		if errors.Is(err, errNodeReported) {
+			c.cfg.Logger.Info("node posted its status while being marked Unknown: judged again next pass", "node", u.Node.Name)
+		} else {
+			c.cfg.Logger.Warn("mark node unknown", "node", u.Node.Name, "err", err)
+		}
+		c.mu.Lock()
+		c.core.StatusUpdateFailed(u.Node.Name)
+		c.mu.Unlock()
+		return false
+	}
+	c.m.nodeHealth.Observe(c.cfg.Clock.Since(start).Seconds())
+	c.cfg.Logger.Info("node stopped posting status: conditions Unknown", "node", u.Node.Name)
+	if u.NotReady {
+		c.recorder.Event(nodeRef(u.Node.Name), corev1.EventTypeNormal, ReasonNodeNotReady, NodeNotReadyMessage(u.Node.Name))
+		c.markPods(ctx, u.Node.Name, true)
+	}
+	return true
 }
 
 // errNodeReported ends writeUnknown without a write: the node posted its
