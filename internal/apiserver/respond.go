@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/apiserver/store"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
@@ -95,7 +96,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error, gr schema.Gro
 
 // writeRaw encodes obj with the serializer and writes it with code.
 func writeRaw(w http.ResponseWriter, code int, info runtime.SerializerInfo, obj runtime.Object) {
-	data, err := runtime.Encode(info.Serializer, obj)
+	// The body is copied by Write: encode it into a pooled buffer.
+	data, release, err := scheme.EncodeTemporary(info.Serializer, obj)
+	defer release()
 	if err != nil {
 		http.Error(w, fmt.Sprintf("encode response: %v", err), http.StatusInternalServerError)
 		return

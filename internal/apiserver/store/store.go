@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeplane/nodeplane/internal/apiserver/scheme"
 	"github.com/nodeplane/nodeplane/internal/storage"
 )
 
@@ -147,7 +148,7 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 	rv := accessor.GetResourceVersion()
 	accessor.SetResourceVersion("")
 	obj.GetObjectKind().SetGroupVersionKind(s.cfg.GVK)
-	data, err := runtime.Encode(s.cfg.Codec, obj)
+	data, err := scheme.Encode(s.cfg.Codec, obj)
 	accessor.SetResourceVersion(rv)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", s.cfg.Resource, err)
