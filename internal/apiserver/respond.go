@@ -94,19 +94,18 @@ func writeError(w http.ResponseWriter, r *http.Request, err error, gr schema.Gro
 	writeStatus(w, r, toStatus(err, gr, name))
 }
 
-// writeRaw encodes obj with the serializer and writes it with code.
+// writeRaw encodes obj with the serializer and writes it with code. The
+// body is encoded into a pooled buffer, which Write copies.
 func writeRaw(w http.ResponseWriter, code int, info runtime.SerializerInfo, obj runtime.Object) {
-	// The body is copied by Write: encode it into a pooled buffer.
-	data, release, err := scheme.EncodeTemporary(info.Serializer, obj)
-	defer release()
+	err := scheme.EncodeTemporary(info.Serializer, obj, func(data []byte) {
+		w.Header().Set("Content-Type", info.MediaType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(code)
+		_, _ = w.Write(data)
+	})
 	if err != nil {
 		http.Error(w, fmt.Sprintf("encode response: %v", err), http.StatusInternalServerError)
-		return
 	}
-	w.Header().Set("Content-Type", info.MediaType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
 }
 
 // successStatus is the Status some verbs return on success (binding, eviction).

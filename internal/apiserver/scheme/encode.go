@@ -19,14 +19,19 @@ func Encode(e runtime.Encoder, obj runtime.Object) ([]byte, error) {
 	return encode(e, obj, &runtime.SimpleAllocator{})
 }
 
-// EncodeTemporary is Encode for bytes used only until release is called
-// (a response body, copied by the ResponseWriter's Write): the buffer
-// comes from a pool and goes back to it at release. release must be
-// called exactly once, after the bytes' last use.
-func EncodeTemporary(e runtime.Encoder, obj runtime.Object) (data []byte, release func(), err error) {
+// EncodeTemporary encodes obj as Encode does and passes the bytes to use,
+// which must not keep them (a ResponseWriter's Write copies them): they
+// are in a pooled buffer, which goes back to the pool when use returns.
+// use is not called when encoding fails.
+func EncodeTemporary(e runtime.Encoder, obj runtime.Object, use func(data []byte)) error {
 	a := allocators.Get().(*runtime.Allocator)
-	data, err = encode(e, obj, a)
-	return data, func() { putAllocator(a) }, err
+	defer putAllocator(a)
+	data, err := encode(e, obj, a)
+	if err != nil {
+		return err
+	}
+	use(data)
+	return nil
 }
 
 // maxPooled bounds the buffers the pool keeps: a large LIST's response is
@@ -44,9 +49,7 @@ func putAllocator(a *runtime.Allocator) {
 func encode(e runtime.Encoder, obj runtime.Object, alloc runtime.MemoryAllocator) ([]byte, error) {
 	ea, ok := e.(runtime.EncoderWithAllocator)
 	if !ok {
-		var b bytes.Buffer
-		err := e.Encode(obj, &b)
-		return b.Bytes(), err
+		return runtime.Encode(e, obj)
 	}
 	w := keepingWriter{alloc: alloc}
 	if err := ea.EncodeWithAllocator(obj, &w, &w); err != nil {

@@ -38,19 +38,20 @@ func TestEncodeGivesWhatRuntimeEncodeGives(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("Encode: %q, %v; want %q", got, err, want)
 			}
-			tmp, release, err := EncodeTemporary(enc, testNode())
+			var tmp []byte
+			err = EncodeTemporary(enc, testNode(), func(data []byte) { tmp = bytes.Clone(data) })
 			if err != nil || !bytes.Equal(tmp, want) {
 				t.Fatalf("EncodeTemporary: %q, %v; want %q", tmp, err, want)
 			}
-			release()
 			// The pooled buffer is reused by the next encoding; what Encode
 			// returned is the caller's own and stays as it was.
 			for range 3 {
-				tmp, release, err := EncodeTemporary(enc, &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "other"}})
-				if err != nil || len(tmp) == 0 {
+				n := 0
+				err := EncodeTemporary(enc, &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+					func(data []byte) { n = len(data) })
+				if err != nil || n == 0 {
 					t.Fatalf("EncodeTemporary: %v", err)
 				}
-				release()
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("Encode's result changed after later encodings: %q", got)
@@ -114,9 +115,8 @@ func TestEncodeCopiesWhatItCannotKeep(t *testing.T) {
 				var got []byte
 				var err error
 				if temporary {
-					var release func()
-					got, release, err = EncodeTemporary(enc, nil)
-					defer release()
+					// Checked inside use: the pooled buffer is valid only there.
+					err = EncodeTemporary(enc, nil, func(data []byte) { got = bytes.Clone(data) })
 				} else {
 					got, err = Encode(enc, nil)
 				}

@@ -441,7 +441,7 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 					return
 				}
 				u := res.StatusUpdates[i]
-				if !c.markUnknown(ctx, u) {
+				if !c.applyStatusUpdate(ctx, u) {
 					failedMu.Lock()
 					failed[u.Node.Name] = true
 					failedMu.Unlock()
@@ -488,10 +488,10 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 	}
 }
 
-// markUnknown writes one StatusUpdate of a pass and does what follows it
-// (the NodeNotReady event, the node's pods); it reports whether the write
-// was made.
-func (c *Controller) markUnknown(ctx context.Context, u StatusUpdate) bool {
+// applyStatusUpdate writes one StatusUpdate of a pass and does what
+// follows it (the NodeNotReady event, the node's pods); it reports whether
+// the write was made.
+func (c *Controller) applyStatusUpdate(ctx context.Context, u StatusUpdate) bool {
 	start := c.cfg.Clock.Now()
 	if err := c.writeUnknown(ctx, u.Node); err != nil {
 		if errors.Is(err, errNodeReported) {
