@@ -92,7 +92,10 @@ SHOTPID=
 # pages (which, before the lease store kept list views, could outlive its
 # history in a slow hour: docs/performance.md).
 kubectl get leases -n kube-node-lease -o json --chunk-size=0 >"$D/leases.json"
-curl -s -H "Authorization: Bearer $TOKEN" -k "$URL/metrics" | grep -a '^node_collector_update_all_nodes_health_duration_seconds_\(sum\|count\|bucket\)' >"$D/metrics.txt" || true
+curl -s -H "Authorization: Bearer $TOKEN" -k "$URL/metrics" >"$D/metrics.all" || true
+grep -a '^node_collector_update_all_nodes_health_duration_seconds_\(sum\|count\|bucket\)' "$D/metrics.all" >"$D/metrics.txt" || true
+# Requests flow control refused over the whole run (429s), by level and reason.
+echo "refused (429) over the run: $(grep -a '^apiserver_flowcontrol_rejected_requests_total' "$D/metrics.all" | awk '$2 != 0 {sub(/.*priority_level="/, "", $1); sub(/",reason="/, "/", $1); sub(/"}/, "", $1); printf "%s %s  ", $1, $2}')"
 cat "$D/shot.out"
 python3 - "$D" "$PAUSED" "$N" "$GRACE_S" <<'PY'
 import json, sys, datetime

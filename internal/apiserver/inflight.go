@@ -37,6 +37,10 @@ type InFlightConfig struct {
 	// written before the stream is cut (a client that does not read its
 	// response must not hold a seat either). Default 5 s.
 	WriteGrace time.Duration
+	// QueueWait is the longest a request waits in the queue of a level
+	// that has one (the server's own controllers) before its 429;
+	// 0 means flowcontrol.DefaultQueueWait.
+	QueueWait time.Duration
 	// Registerer, if set, receives the apiserver_flowcontrol_* metrics.
 	Registerer prometheus.Registerer
 }
@@ -53,8 +57,11 @@ type InFlightConfig struct {
 // levels have separate seats, so node heartbeats and the server's own
 // controllers never wait behind other clients, and one identity holds at
 // most its share of a level. Past either limit the request gets 429
-// TooManyRequests with Retry-After: 1 at once, never a queue. Watches and
-// pod logs are long-running: they take no seat and get no deadline.
+// TooManyRequests with Retry-After: 1 at once — except in the level of
+// the server's own controllers, where it waits in a bounded queue for a
+// seat first (flowcontrol.Controller.Wait) and gets its 429 only when the
+// queue is full or it waited QueueWait. Watches and pod logs are
+// long-running: they take no seat and get no deadline.
 //
 // An admitted request must be done within RequestTimeout: its body is read
 // (into memory, bounded by the 3 MiB body limit) under that deadline before
@@ -63,7 +70,7 @@ type InFlightConfig struct {
 // kube-apiserver answers past --request-timeout), the handler's context
 // ends at the deadline, and writing the response must end WriteGrace later.
 func LimitInFlight(next http.Handler, cfg InFlightConfig) (http.Handler, error) {
-	fc, err := flowcontrol.New(flowcontrol.Config{Seats: cfg.Seats})
+	fc, err := flowcontrol.New(flowcontrol.Config{Seats: cfg.Seats, QueueWait: cfg.QueueWait})
 	if err != nil {
 		return nil, fmt.Errorf("flow control: %w", err)
 	}
@@ -102,7 +109,7 @@ func (l *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.User, req.Groups = u.Name, u.Groups
 	}
 	lv := flowcontrol.Classify(req)
-	seat, reason := l.fc.AdmitWidth(lv, req.User, flowcontrol.Width(r.Method, r.URL.Path, r.URL.RawQuery))
+	seat, reason := l.fc.Wait(r.Context(), lv, req.User, flowcontrol.Width(r.Method, r.URL.Path, r.URL.RawQuery))
 	if reason != flowcontrol.Admitted {
 		// The body is not read. Over HTTP/1 net/http would wait for the
 		// rest of it, after answering, to reuse the connection: close the
@@ -267,8 +274,12 @@ var (
 	descDispatched = prometheus.NewDesc("apiserver_flowcontrol_dispatched_requests_total",
 		"Requests admitted, by priority level and flow schema.", []string{"priority_level", "flow_schema"}, nil)
 	descRejected = prometheus.NewDesc("apiserver_flowcontrol_rejected_requests_total",
-		"Requests refused with 429, by priority level, flow schema and reason: concurrency-limit (every seat of the level taken) or queue-full (the identity already holds its share of the level).",
+		"Requests refused with 429, by priority level, flow schema and reason: concurrency-limit (every seat of a level without a queue taken), queue-full (the identity already holds its share of the level, or the level's queue is full), time-out (waited the longest a queue lets it) or cancelled (its client went away while it waited).",
 		[]string{"priority_level", "flow_schema", "reason"}, nil)
+	descInQueue = prometheus.NewDesc("apiserver_flowcontrol_current_inqueue_requests",
+		"Requests waiting in a priority level's queue now, by priority level and flow schema.", []string{"priority_level", "flow_schema"}, nil)
+	descQueueLimit = prometheus.NewDesc("apiserver_flowcontrol_queue_limit_requests",
+		"Most requests that may wait in each priority level's queue (nodeplane; 0: the level has no queue).", []string{"priority_level"}, nil)
 	descNominal = prometheus.NewDesc("apiserver_flowcontrol_nominal_limit_seats",
 		"Seats of each priority level (0: no limit).", []string{"priority_level"}, nil)
 	descFlowLimit = prometheus.NewDesc("apiserver_flowcontrol_flow_limit_seats",
@@ -278,7 +289,7 @@ var (
 )
 
 func (m flowMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descExecuting, descExecutingSeats, descDispatched, descRejected, descNominal, descFlowLimit, descBodyTimeouts} {
+	for _, d := range []*prometheus.Desc{descExecuting, descExecutingSeats, descDispatched, descRejected, descInQueue, descQueueLimit, descNominal, descFlowLimit, descBodyTimeouts} {
 		ch <- d
 	}
 }
@@ -291,9 +302,26 @@ func (m flowMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descExecuting, prometheus.GaugeValue, float64(st.Requests), name, schema)
 		ch <- prometheus.MustNewConstMetric(descExecutingSeats, prometheus.GaugeValue, float64(st.Executing), name, schema)
 		ch <- prometheus.MustNewConstMetric(descDispatched, prometheus.CounterValue, float64(st.Dispatched), name, schema)
-		for _, reason := range []flowcontrol.Reason{flowcontrol.LevelFull, flowcontrol.FlowFull} {
-			ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.Rejected[reason]), name, schema, reason.String())
+		// FlowFull and QueueFull share upstream's label "queue-full".
+		var byLabel [len(flowcontrol.Reasons)]float64
+		var labels [len(flowcontrol.Reasons)]string
+		n := 0
+		for _, reason := range flowcontrol.Reasons {
+			label, i := reason.String(), 0
+			for i < n && labels[i] != label {
+				i++
+			}
+			if i == n {
+				labels[n] = label
+				n++
+			}
+			byLabel[i] += float64(st.Rejected[reason])
 		}
+		for i := range n {
+			ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, byLabel[i], name, schema, labels[i])
+		}
+		ch <- prometheus.MustNewConstMetric(descInQueue, prometheus.GaugeValue, float64(st.Waiting), name, schema)
+		ch <- prometheus.MustNewConstMetric(descQueueLimit, prometheus.GaugeValue, float64(st.QueueSeats), name)
 		ch <- prometheus.MustNewConstMetric(descNominal, prometheus.GaugeValue, float64(st.Seats), name)
 		ch <- prometheus.MustNewConstMetric(descFlowLimit, prometheus.GaugeValue, float64(st.FlowSeats), name)
 		ch <- prometheus.MustNewConstMetric(descBodyTimeouts, prometheus.CounterValue, float64(m.l.bodyTimeouts[lv].Load()), name, schema)

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplane/nodeplane/internal/apiserver/authn"
+	"github.com/nodeplane/nodeplane/internal/apiserver/authz"
 	"github.com/nodeplane/nodeplane/internal/apiserver/flowcontrol"
 )
 
@@ -322,6 +324,75 @@ func TestLimitInFlightStalledBodyLosesItsSeatOverHTTP2(t *testing.T) {
 	waitFor(t, "the seat is free again", func() bool { return h.fc.Stats(flowcontrol.NodeHeartbeat).Executing == 0 })
 }
 
+// With 20 seats the controllers' level has 4 and a queue of 16: a fifth
+// request waits for a seat instead of its 429, a request that waited
+// QueueWait gets its 429 then, and the metrics show who waits.
+func TestLimitInFlightQueuesTheControllersRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		controllers := &authn.User{Name: authz.UserControllerManager}
+		reg := newTestRegistry()
+		let := make(chan struct{})
+		h, err := LimitInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("hold") == "1" {
+				<-let
+			}
+		}), InFlightConfig{Seats: 20, RequestTimeout: time.Hour, QueueWait: time.Minute, Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		serve := func(url string) <-chan int {
+			code := make(chan int, 1)
+			go func() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodPut, url, nil), controllers))
+				code <- rec.Code
+			}()
+			return code
+		}
+		held := make([]<-chan int, 4)
+		for i := range held {
+			held[i] = serve("/api/v1/nodes/n1/status?hold=1")
+		}
+		synctest.Wait()
+		queued := serve("/api/v1/nodes/n2/status")
+		synctest.Wait()
+		select {
+		case c := <-queued:
+			t.Fatalf("a fifth controller request beside four held ones was answered %d, want it to wait", c)
+		default:
+		}
+		if text := gatherText(t, reg); !strings.Contains(text, `apiserver_flowcontrol_current_inqueue_requests{flow_schema="system-controllers",priority_level="system"} 1`) {
+			t.Errorf("metrics do not show the waiting request\n%s", text)
+		}
+		close(let) // the held requests end; the queued one gets a seat
+		for _, c := range append(held, queued) {
+			if code := <-c; code != http.StatusOK {
+				t.Errorf("got %d, want 200", code)
+			}
+		}
+
+		// Four held again, and one more that waits a minute in vain.
+		let = make(chan struct{})
+		for i := range held {
+			held[i] = serve("/api/v1/nodes/n1/status?hold=1")
+		}
+		synctest.Wait()
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, asUser(httptest.NewRequest(http.MethodPut, "/api/v1/nodes/n2/status", nil), controllers))
+		if rec.Code != http.StatusTooManyRequests || time.Since(start) != time.Minute {
+			t.Errorf("after waiting %v: got %d, want 429 after the queue wait of 1m", time.Since(start), rec.Code)
+		}
+		if text := gatherText(t, reg); !strings.Contains(text, `apiserver_flowcontrol_rejected_requests_total{flow_schema="system-controllers",priority_level="system",reason="time-out"} 1`) {
+			t.Errorf("metrics do not count the time-out\n%s", text)
+		}
+		close(let)
+		for _, c := range held {
+			<-c
+		}
+	})
+}
+
 func TestLimitInFlightMetrics(t *testing.T) {
 	reg := newTestRegistry()
 	h, err := LimitInFlight(http.NotFoundHandler(), InFlightConfig{Seats: 600, RequestTimeout: time.Minute, Registerer: reg})
@@ -336,6 +407,9 @@ func TestLimitInFlightMetrics(t *testing.T) {
 		`apiserver_flowcontrol_flow_limit_seats{priority_level="node-heartbeat"} 6`,
 		`apiserver_flowcontrol_rejected_requests_total{flow_schema="node-heartbeat",priority_level="node-heartbeat",reason="queue-full"} 0`,
 		`apiserver_flowcontrol_current_executing_requests{flow_schema="leader-election",priority_level="exempt"} 0`,
+		`apiserver_flowcontrol_queue_limit_requests{priority_level="system"} 480`,
+		`apiserver_flowcontrol_queue_limit_requests{priority_level="node-heartbeat"} 0`,
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="system-controllers",priority_level="system",reason="cancelled"} 0`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s\n%s", want, text)

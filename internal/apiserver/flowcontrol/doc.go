@@ -1,9 +1,10 @@
 // Package flowcontrol decides, for each API request, whether the server
-// serves it now or turns it away at once with 429: nodeplane's own, small
-// take on Kubernetes API priority and fairness.
+// serves it now, lets it wait for a seat, or turns it away with 429:
+// nodeplane's own, small take on Kubernetes API priority and fairness.
 //
 // Three decisions, all pure and cheap (no I/O, no clock, no allocation, no
-// lock; lease renewals, the hottest path of the system, go through them):
+// lock unless a request waits; lease renewals, the hottest path of the
+// system, go through them):
 //
 //   - Classify puts a request in a priority Level from who sends it and
 //     what it touches: the leader election of the server's own controllers
@@ -19,8 +20,13 @@
 //     level. Each level has its own seats, so a request never waits behind
 //     another level's. Within a level, one identity (the user name: a flow) may hold
 //     at most its share of the level's seats, so one client cannot take a
-//     level from the others. There is no queue: past either limit the
-//     answer is "no" at once and the caller answers 429 with Retry-After.
+//     level from the others. Past either limit the answer is "no" at once
+//     and the caller answers 429 with Retry-After. Controller.Wait is the
+//     same, except in the one level with a queue (System: the server's own
+//     controllers, whose bursts would otherwise each sleep a whole
+//     Retry-After): there a request waits, first come first served, for a
+//     seat, and is refused only when the queue is full or after
+//     Config.QueueWait.
 //
 // The per-identity count is kept in a count-min sketch: each flow hashes
 // (with a per-process random seed) to two of a fixed number of counters and

@@ -1,11 +1,13 @@
 package flowcontrol
 
 import (
+	"context"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 var (
@@ -125,6 +127,13 @@ func TestDefaultSplit(t *testing.T) {
 		if st.Seats != w[0] || st.FlowSeats != w[1] {
 			t.Errorf("%s: got %d seats, %d per identity; want %d, %d", lv, st.Seats, st.FlowSeats, w[0], w[1])
 		}
+		wantQueue := 0
+		if lv == System {
+			wantQueue = 480
+		}
+		if st.QueueSeats != wantQueue {
+			t.Errorf("%s: queue of %d, want %d", lv, st.QueueSeats, wantQueue)
+		}
 	}
 }
 
@@ -170,11 +179,24 @@ func TestAdmit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := mustNew(t, Config{Seats: 100})
 			for i, h := range tt.held {
-				if _, r := c.Admit(h.lv, h.flow); r != Admitted {
-					t.Fatalf("setup seat %d (%s %s): %s", i, h.lv, h.flow, r)
+				// Distinct nodes may share both counters of the sketch
+				// (a random seed per Controller, so now and then): such a
+				// node is refused as if it were the first. The held seats
+				// stand for distinct identities; another name stands in.
+				flow, r := h.flow, c.tryHold(h.lv, h.flow)
+				for j := 0; r == FlowFull && h.flow != tt.held[0].flow && j < 100; j++ {
+					flow = fmt.Sprintf("%s-%d", h.flow, j)
+					r = c.tryHold(h.lv, flow)
+				}
+				if r != Admitted {
+					t.Fatalf("setup seat %d (%s %s): %s", i, h.lv, flow, r)
 				}
 			}
-			seat, r := c.Admit(tt.lv, tt.flow)
+			flow := tt.flow
+			if tt.wantReason != FlowFull {
+				flow = c.unfilledFlow(tt.lv, flow)
+			}
+			seat, r := c.Admit(tt.lv, flow)
 			if r != tt.wantReason {
 				t.Fatalf("got %s, want %s", r, tt.wantReason)
 			}
@@ -192,6 +214,31 @@ func TestAdmit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unfilledFlow returns flow, or a name standing in for it when the held
+// seats of other identities fill both of flow's counters (which the test
+// does not mean to check).
+func (c *Controller) unfilledFlow(lv Level, flow string) string {
+	l := &c.levels[lv]
+	if l.flows == nil {
+		return flow
+	}
+	name := flow
+	for j := 0; j < 100; j++ {
+		b := c.buckets(name)
+		if min(l.flows[b[0]].Load(), l.flows[b[1]].Load()) < l.flowCap {
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", flow, j)
+	}
+	return flow
+}
+
+// tryHold takes a seat for a test's setup without counting a refusal.
+func (c *Controller) tryHold(lv Level, flow string) Reason {
+	_, r := c.tryAdmit(lv, flow, 1)
+	return r
 }
 
 func heldBy(lv Level, n int) []struct {
@@ -249,8 +296,8 @@ func TestNoSeatsMeansNoLimit(t *testing.T) {
 func TestSharedCounterDoesNotRefuseAnInnocentIdentity(t *testing.T) {
 	c := mustNew(t, Config{Seats: 1000}) // heartbeat: 200 seats, 10 per node
 	b := func(flow string) (uint16, uint16) {
-		h := maphash.String(c.seed, flow)
-		return uint16(h % flowBuckets), uint16((h >> 32) % flowBuckets)
+		b := c.buckets(flow)
+		return b[0], b[1]
 	}
 	a0, a1 := b("attacker")
 	innocent := ""
@@ -313,10 +360,225 @@ func TestConcurrentAdmitNeverExceedsTheLimits(t *testing.T) {
 func TestNewRefusesBadConfig(t *testing.T) {
 	bad := DefaultShares()
 	bad[Node].PerFlow = 2
-	for _, cfg := range []Config{{Seats: -1}, {Seats: 10, Shares: &bad}} {
+	queuedFlows := DefaultShares()
+	queuedFlows[Node].Queue = 1 // its identities are capped
+	negativeQueue := DefaultShares()
+	negativeQueue[System].Queue = -1
+	for _, cfg := range []Config{{Seats: -1}, {Seats: 10, Shares: &bad}, {Seats: 10, Shares: &queuedFlows}, {Seats: 10, Shares: &negativeQueue}, {Seats: 10, QueueWait: -time.Second}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
 		}
+	}
+}
+
+// waitAsync starts c.Wait on a goroutine and returns where its outcome
+// arrives.
+func waitAsync(ctx context.Context, c *Controller, lv Level, width int) <-chan Seat {
+	out := make(chan Seat, 1)
+	go func() {
+		seat, r := c.Wait(ctx, lv, "system:kube-controller-manager", width)
+		if r != Admitted {
+			seat = Seat{}
+		}
+		out <- seat
+	}()
+	return out
+}
+
+func TestWaitQueuesForASeatFirstComeFirstServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := mustNew(t, Config{Seats: 10}) // system: 2 seats, 8 may wait
+		ctx := t.Context()
+		a, _ := c.Wait(ctx, System, "cm", 1)
+		b, r := c.Wait(ctx, System, "cm", 1)
+		if r != Admitted {
+			t.Fatalf("second seat of two: %s", r)
+		}
+		first := waitAsync(ctx, c, System, 1)
+		synctest.Wait()
+		second := waitAsync(ctx, c, System, 1)
+		synctest.Wait()
+		if st := c.Stats(System); st.Waiting != 2 || st.Executing != 2 {
+			t.Fatalf("two waiting behind two seats: got %d waiting, %d executing", st.Waiting, st.Executing)
+		}
+		// The released seat goes to the first waiter, not the second.
+		a.Release()
+		synctest.Wait()
+		select {
+		case s := <-first:
+			if s.l == nil {
+				t.Fatal("first waiter refused")
+			}
+			defer s.Release()
+		default:
+			t.Fatal("the released seat did not go to the first waiter")
+		}
+		select {
+		case <-second:
+			t.Fatal("the second waiter got a seat while only one was freed")
+		default:
+		}
+		b.Release()
+		synctest.Wait()
+		if s := <-second; s.l == nil {
+			t.Fatal("second waiter refused")
+		} else {
+			s.Release()
+		}
+		if st := c.Stats(System); st.Waiting != 0 || st.Rejected != [numReasons]uint64{} {
+			t.Errorf("after both were served: %d waiting, rejected %v", st.Waiting, st.Rejected)
+		}
+	})
+}
+
+func TestWaitRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		// wait runs one Wait against a full system level (2 seats, queue
+		// of 8 with 8 waiting when full is set) and returns its reason.
+		full bool
+		wait func(t *testing.T, c *Controller) Reason
+		want Reason
+	}{
+		{name: "a request past the queue's length at once", full: true, want: QueueFull,
+			wait: func(t *testing.T, c *Controller) Reason {
+				_, r := c.Wait(t.Context(), System, "cm", 1)
+				return r
+			}},
+		{name: "a request that waited the longest a queue lets it", want: TimedOut,
+			wait: func(t *testing.T, c *Controller) Reason {
+				start := time.Now()
+				_, r := c.Wait(t.Context(), System, "cm", 1)
+				if waited := time.Since(start); waited != time.Minute {
+					t.Errorf("waited %v, want the queue wait of 1m", waited)
+				}
+				return r
+			}},
+		{name: "a request whose client went away while it waited", want: Cancelled,
+			wait: func(t *testing.T, c *Controller) Reason {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				defer cancel()
+				_, r := c.Wait(ctx, System, "cm", 1)
+				return r
+			}},
+		{name: "a level without a queue at once, as AdmitWidth", want: LevelFull,
+			wait: func(t *testing.T, c *Controller) Reason {
+				for range 2 {
+					c.Admit(Admin, "admin")
+				}
+				for range 10 { // 3 admin seats
+					if _, r := c.Wait(t.Context(), Admin, "admin", 1); r != Admitted {
+						return r
+					}
+				}
+				return Admitted
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := mustNew(t, Config{Seats: 10, QueueWait: time.Minute})
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				for range 2 {
+					c.Admit(System, "cm")
+				}
+				if tt.full {
+					for range 8 {
+						waitAsync(ctx, c, System, 1)
+					}
+					synctest.Wait()
+				}
+				if got := tt.wait(t, c); got != tt.want {
+					t.Fatalf("got %s, want %s", got, tt.want)
+				}
+				lv := System
+				if tt.want == LevelFull {
+					lv = Admin
+				}
+				if got := c.Stats(lv).Rejected[tt.want]; got != 1 {
+					t.Errorf("rejected[%s] = %d, want 1", tt.want, got)
+				}
+				if got, want := c.Stats(System).Waiting, map[bool]int{true: 8, false: 0}[tt.full]; got != want {
+					t.Errorf("%d waiting after it, want %d (a refused waiter leaves the queue)", got, want)
+				}
+				cancel()
+				synctest.Wait()
+			})
+		})
+	}
+}
+
+// A wide request at the head of the queue waits until its whole width is
+// free; a seat freed as a waiter gives up goes on to the next one.
+func TestWaitHandsSeatsOnInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := mustNew(t, Config{Seats: 50}) // system: 10 seats
+		ctx := t.Context()
+		held := make([]Seat, 10)
+		for i := range held {
+			held[i], _ = c.Wait(ctx, System, "cm", 1)
+		}
+		wide := waitAsync(ctx, c, System, MaxWidth)
+		synctest.Wait()
+		narrow := waitAsync(ctx, c, System, 1)
+		synctest.Wait()
+		for i := range 9 {
+			held[i].Release()
+		}
+		synctest.Wait()
+		select {
+		case <-wide:
+			t.Fatal("a list of 10 seats admitted with 9 free")
+		case <-narrow:
+			t.Fatal("a one-seat request overtook the list at the head of the queue")
+		default:
+		}
+		held[9].Release()
+		synctest.Wait()
+		w := <-wide
+		if w.l == nil || c.Stats(System).Executing != MaxWidth {
+			t.Fatalf("list not admitted with all 10 seats free: executing %d", c.Stats(System).Executing)
+		}
+		w.Release()
+		synctest.Wait()
+		if n := <-narrow; n.l == nil {
+			t.Fatal("the one-seat request was refused")
+		}
+	})
+}
+
+func TestConcurrentWaitNeverExceedsTheSeatsAndServesEveryone(t *testing.T) {
+	c := mustNew(t, Config{Seats: 50}) // system: 10 seats, 40 may wait
+	var wg sync.WaitGroup
+	var executing, peak, refused atomic.Int32
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				seat, r := c.Wait(t.Context(), System, "cm", 1)
+				if r != Admitted {
+					refused.Add(1)
+					continue
+				}
+				n := executing.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				executing.Add(-1)
+				seat.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 10 {
+		t.Errorf("peak %d executing, limit 10", p)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d requests refused; 40 clients fit in 10 seats and a queue of 40", n)
+	}
+	if st := c.Stats(System); st.Executing != 0 || st.Waiting != 0 {
+		t.Errorf("after every release: %d executing, %d waiting", st.Executing, st.Waiting)
 	}
 }
 

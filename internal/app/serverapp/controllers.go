@@ -211,8 +211,9 @@ func controllerClient(cluster *pki.Cluster, url string, handler http.Handler, lo
 	cfg := &rest.Config{
 		Host:      url,
 		Transport: transport,
-		// The controllers run beside the API server; its in-flight limits (429)
-		// pace them, not a client-side rate limiter (a zone going dark means
+		// The controllers run beside the API server; its flow control
+		// paces them (their level's queue: a request waits for a seat),
+		// not a client-side rate limiter (a zone going dark means
 		// thousands of status writes and events in one pass).
 		QPS:       5000,
 		Burst:     10000,
