@@ -31,8 +31,21 @@ import (
 // ControllerName is the --controllers name.
 const ControllerName = "node-lifecycle-controller"
 
-// statusWorkers write node statuses in parallel within one pass.
-const statusWorkers = 64
+// statusWorkers write node statuses in parallel within one monitor pass;
+// dueWorkers write the due passes' (dueWriter). With a backlog of overdue
+// nodes the due passes judge them all, so dueWorkers stand for both.
+const (
+	statusWorkers = 64
+	dueWorkers    = 2 * statusWorkers
+)
+
+// dueBacklog bounds the due passes' writes on their way: past it a due
+// pass waits to hand its writes over, and past dueBatches results waiting
+// for their writes it waits to hand its result over.
+const (
+	dueBacklog = 4096
+	dueBatches = 64
+)
 
 // taintPeriod is how often queued NoExecute taints are granted (upstream's
 // 100 ms tainting pass).
@@ -254,6 +267,8 @@ func (c *Controller) Run(ctx context.Context) {
 		for c.nextNoSchedule(ctx) {
 		}
 	}()
+	due := newDueWriter(c.applyStatusUpdate, c.finish)
+	due.start(ctx, &wg)
 	every := func(d time.Duration, step func(context.Context)) {
 		defer wg.Done()
 		t := c.cfg.Clock.NewTicker(d)
@@ -268,7 +283,7 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 	}
 	go every(taintPeriod, c.taintPass)
-	go every(duePeriod, c.duePass)
+	go every(duePeriod, func(ctx context.Context) { c.duePass(ctx, due) })
 	t := c.cfg.Clock.NewTicker(c.cfg.Core.NodeMonitorPeriod)
 	defer t.Stop()
 	for {
@@ -341,7 +356,9 @@ func (c *Controller) monitorPass(ctx context.Context) {
 // duePass marks the nodes whose grace period ended since the last monitor
 // pass without waiting for the next one (Core.DueNodes, Core.MonitorDue).
 // When no node is due it only takes the lock and looks at the plan's head.
-func (c *Controller) duePass(ctx context.Context) {
+// It hands the result to due and does not wait for its writes: the next
+// pass judges the nodes due by then while they are out.
+func (c *Controller) duePass(ctx context.Context, due *dueWriter) {
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	res, judged := c.judgeDue(now)
@@ -354,7 +371,7 @@ func (c *Controller) duePass(ctx context.Context) {
 		c.cfg.Summaries.Record(sum)
 	}
 	if judged {
-		c.apply(ctx, res)
+		due.submit(ctx, res)
 	}
 }
 
@@ -412,17 +429,105 @@ func (c *Controller) summary(now time.Time, take bool) (Summary, bool) {
 	return c.core.Summary(now, c.cfg.WorstNodes), true
 }
 
-// apply carries out a monitor pass's result (or MonitorDue's).
+// dueWriter carries out the due passes' results without holding up the
+// passes: their status writes go to statusWorkers writers of their own, in
+// the order the passes judged them, and what follows a result's writes
+// (pods, taints, logs, metrics: finish) is done in that order too, each
+// once its own writes are done. Before, a due pass waited for its slowest
+// write, and nodes that came due meanwhile waited for it as well.
+type dueWriter struct {
+	write   func(context.Context, StatusUpdate) bool // reports whether the write was made
+	finish  func(ctx context.Context, res PassResult, failed map[string]bool)
+	writes  chan dueWrite
+	batches chan *dueBatch
+}
+
+// dueBatch is one due pass's result on its way.
+type dueBatch struct {
+	res    PassResult
+	left   atomic.Int64  // writes not done yet
+	done   chan struct{} // closed when left reaches 0
+	mu     sync.Mutex
+	failed map[string]bool // nodes whose write was not made
+}
+
+type dueWrite struct {
+	b *dueBatch
+	u StatusUpdate
+}
+
+func newDueWriter(write func(context.Context, StatusUpdate) bool, finish func(context.Context, PassResult, map[string]bool)) *dueWriter {
+	return &dueWriter{write: write, finish: finish, writes: make(chan dueWrite, dueBacklog), batches: make(chan *dueBatch, dueBatches)}
+}
+
+// start runs the writers and the finisher until ctx ends.
+func (d *dueWriter) start(ctx context.Context, wg *sync.WaitGroup) {
+	for range dueWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case w := <-d.writes:
+					if !d.write(ctx, w.u) {
+						w.b.mu.Lock()
+						w.b.failed[w.u.Node.Name] = true
+						w.b.mu.Unlock()
+					}
+					if w.b.left.Add(-1) == 0 {
+						close(w.b.done)
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case b := <-d.batches:
+				select {
+				case <-ctx.Done():
+					return
+				case <-b.done:
+				}
+				d.finish(ctx, b.res, b.failed)
+			}
+		}
+	})
+}
+
+// submit hands res over: its batch first (the finisher takes batches in
+// order), then its writes. It waits only when the backlog is full.
+func (d *dueWriter) submit(ctx context.Context, res PassResult) {
+	b := &dueBatch{res: res, done: make(chan struct{}), failed: map[string]bool{}}
+	b.left.Store(int64(len(res.StatusUpdates)))
+	if len(res.StatusUpdates) == 0 {
+		close(b.done)
+	}
+	select {
+	case d.batches <- b:
+	case <-ctx.Done():
+		return
+	}
+	for _, u := range res.StatusUpdates {
+		select {
+		case d.writes <- dueWrite{b, u}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// apply carries out a monitor pass's result.
 func (c *Controller) apply(ctx context.Context, res PassResult) {
-	if res.FreshGrace {
-		c.cfg.Logger.Info("every node gets a fresh grace period")
-	}
-	for _, name := range res.Registered {
-		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRegisteredNode, RegisteredNodeMessage(name))
-	}
-	for _, name := range res.Removed {
-		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRemovingNode, RemovingNodeMessage(name))
-	}
+	c.finish(ctx, res, c.writeStatuses(ctx, res.StatusUpdates))
+}
+
+// writeStatuses makes a pass's status writes and returns the nodes whose
+// write was not made.
+func (c *Controller) writeStatuses(ctx context.Context, updates []StatusUpdate) map[string]bool {
 	// Status writes go out in parallel (upstream uses 8 node update
 	// workers): a zone going dark means thousands of writes in one pass.
 	// Each worker takes the next write until none is left, so a worker's
@@ -431,16 +536,16 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 	failed := map[string]bool{}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(statusWorkers, len(res.StatusUpdates)) {
+	for range min(statusWorkers, len(updates)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(len(res.StatusUpdates)) {
+				if i >= int64(len(updates)) {
 					return
 				}
-				u := res.StatusUpdates[i]
+				u := updates[i]
 				if !c.applyStatusUpdate(ctx, u) {
 					failedMu.Lock()
 					failed[u.Node.Name] = true
@@ -450,6 +555,21 @@ func (c *Controller) apply(ctx context.Context, res PassResult) {
 		}()
 	}
 	wg.Wait()
+	return failed
+}
+
+// finish does what follows a pass's status writes; failed are the nodes
+// whose write was not made.
+func (c *Controller) finish(ctx context.Context, res PassResult, failed map[string]bool) {
+	if res.FreshGrace {
+		c.cfg.Logger.Info("every node gets a fresh grace period")
+	}
+	for _, name := range res.Registered {
+		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRegisteredNode, RegisteredNodeMessage(name))
+	}
+	for _, name := range res.Removed {
+		c.recorder.Event(nodeRef(name), corev1.EventTypeNormal, ReasonRemovingNode, RemovingNodeMessage(name))
+	}
 	for _, name := range res.MarkPodsNotReady {
 		c.markPods(ctx, name, false)
 	}
