@@ -126,6 +126,22 @@ for z in "abc":
 allover = sorted(unknown[k] - renew[k] - grace for k in unknown if k in renew)
 if allover:
     print(f"all {len(allover)}: p50 {q(allover,.5):.2f} s  p99 {q(allover,.99):.2f} s  max {allover[-1]:.2f} s")
+    # The controller's marking rate while nodes wait: per half second, the
+    # nodes whose grace ended against those marked, and the marks counted
+    # while more than 300 waited.
+    t0 = min(renew[k] + grace for k in unknown if k in renew)
+    due, marked = {}, {}
+    for k in unknown:
+        if k in renew:
+            b = int((renew[k] + grace - t0) * 2); due[b] = due.get(b, 0) + 1
+            b = int((unknown[k] - t0) * 2); marked[b] = marked.get(b, 0) + 1
+    waiting = busy = busymarks = peak = 0
+    for b in range(max(marked) + 1):
+        if waiting > 300:
+            busy += 1; busymarks += marked.get(b, 0)
+        waiting += due.get(b, 0) - marked.get(b, 0); peak = max(peak, waiting)
+    if busy:
+        print(f"marking: {busymarks / (busy / 2):.0f} nodes/s while more than 300 waited ({busy / 2:.1f} s); at most {peak} waited")
 lastA = max((unknown[k] for k in unknown if zone(k) == "a"), default=None)
 for line in open(d + "/shot.out"):
     if line.startswith("shown ") and lastA:
