@@ -2,7 +2,12 @@ package nodelifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -146,5 +153,54 @@ func TestATaintWriteStartsFromTheCachedNode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPutStatusThroughTheRESTClient: with a real client the status write
+// is a PUT of the node to its status subresource, its answer is not needed,
+// and a refusal keeps its meaning (a conflict is a conflict, so
+// writeUnknown re-reads the node).
+func TestPutStatusThroughTheRESTClient(t *testing.T) {
+	var puts atomic.Int32
+	var conflict atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || r.URL.Path != "/api/v1/nodes/n1/status" {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		var n corev1.Node
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil || n.Name != "n1" || readyStatus(&n) != corev1.ConditionUnknown {
+			http.Error(w, fmt.Sprintf("body: %v %+v", err, n.Status), http.StatusBadRequest)
+			return
+		}
+		puts.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if conflict.Load() {
+			w.WriteHeader(http.StatusConflict)
+			_ = json.NewEncoder(w).Encode(apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("changed")).ErrStatus)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(n)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	c := &Controller{cfg: ShellConfig{Client: client, Clock: clocktesting.NewFakeClock(now)}}
+	node := MarkUnknown(&corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}, now)
+	if err := c.putStatus(t.Context(), node); err != nil {
+		t.Fatalf("putStatus: %v", err)
+	}
+	conflict.Store(true)
+	if err := c.putStatus(t.Context(), node); !apierrors.IsConflict(err) {
+		t.Fatalf("putStatus against a conflict: %v, want a conflict", err)
+	}
+	if n := puts.Load(); n != 2 {
+		t.Errorf("%d PUTs of the status, want 2", n)
 	}
 }
