@@ -303,22 +303,12 @@ func (m flowMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descExecutingSeats, prometheus.GaugeValue, float64(st.Executing), name, schema)
 		ch <- prometheus.MustNewConstMetric(descDispatched, prometheus.CounterValue, float64(st.Dispatched), name, schema)
 		// FlowFull and QueueFull share upstream's label "queue-full".
-		var byLabel [len(flowcontrol.Reasons)]float64
-		var labels [len(flowcontrol.Reasons)]string
-		n := 0
+		byLabel := map[string]float64{}
 		for _, reason := range flowcontrol.Reasons {
-			label, i := reason.String(), 0
-			for i < n && labels[i] != label {
-				i++
-			}
-			if i == n {
-				labels[n] = label
-				n++
-			}
-			byLabel[i] += float64(st.Rejected[reason])
+			byLabel[reason.String()] += float64(st.Rejected[reason])
 		}
-		for i := range n {
-			ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, byLabel[i], name, schema, labels[i])
+		for label, n := range byLabel {
+			ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, n, name, schema, label)
 		}
 		ch <- prometheus.MustNewConstMetric(descInQueue, prometheus.GaugeValue, float64(st.Waiting), name, schema)
 		ch <- prometheus.MustNewConstMetric(descQueueLimit, prometheus.GaugeValue, float64(st.QueueSeats), name)

@@ -157,12 +157,11 @@ type level struct {
 	_        [64]byte  // keep levels' hot counters on separate cache lines
 }
 
-// waiter is a queued request. admitted is set (under qmu) when a Release
-// gave it its seats; ready is then closed.
+// waiter is a queued request; ready is closed (under qmu) when a Release
+// gave it its seats.
 type waiter struct {
-	width    int32
-	admitted bool
-	ready    chan struct{}
+	width int32
+	ready chan struct{}
 }
 
 // New returns a Controller with the seats of cfg.
@@ -269,11 +268,12 @@ func (c *Controller) Wait(ctx context.Context, lv Level, flow string, width int)
 		reason = Cancelled
 	}
 	l.qmu.Lock()
-	if w.admitted {
+	select {
+	case <-w.ready:
 		// A seat came as the wait ended: give it to the next waiter.
 		l.qmu.Unlock()
 		Seat{l: l, width: w.width}.Release()
-	} else {
+	default:
 		l.remove(w)
 		l.qmu.Unlock()
 	}
@@ -349,7 +349,6 @@ func (l *level) dispatch() {
 		}
 		l.requests.Add(1)
 		l.dispatched.Add(1)
-		w.admitted = true
 		close(w.ready)
 		n++
 	}

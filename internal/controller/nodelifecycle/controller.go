@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -431,7 +431,7 @@ func (c *Controller) summary(now time.Time, take bool) (Summary, bool) {
 }
 
 // dueWriter carries out the due passes' results without holding up the
-// passes: their status writes go to statusWorkers writers of their own, in
+// passes: their status writes go to dueWorkers writers of their own, in
 // the order the passes judged them, and what follows a result's writes
 // (pods, taints, logs, metrics: finish) is done in that order too, each
 // once its own writes are done. Before, a due pass waited for its slowest
